@@ -1,0 +1,108 @@
+//! Shared helpers: the official peers and data.
+#![allow(
+    dead_code,
+    unreachable_pub,
+    unused_imports,
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::print_stderr
+)]
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+
+use base64::Engine as _;
+
+#[path = "../../../agwire-core/tests/common/peers.rs"]
+mod peers;
+pub use peers::{interop_dir, spec_dir};
+use serde_json::Value;
+
+pub fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+pub fn unb64(s: &str) -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .expect("base64")
+}
+
+/// Runs `interop/codec.mjs <mode>` over `jobs`, one answer per job.
+pub fn node(dir: &std::path::Path, mode: &str, jobs: &[Value]) -> Vec<Value> {
+    let mut child = Command::new("node")
+        .arg(dir.join("codec.mjs"))
+        .arg(mode)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn node");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input: String = jobs.iter().map(|j| format!("{j}\n")).collect();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read");
+    writer.join().expect("writer").expect("write jobs");
+    let status = child.wait().expect("wait");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .ok();
+    assert!(status.success(), "codec.mjs {mode} failed: {err}");
+    let answers: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("answer"))
+        .collect();
+    assert_eq!(answers.len(), jobs.len(), "codec.mjs {mode}: {err}");
+    answers
+}
+
+/// Known events of the generator's valid streams, as JSON, plus awkward text.
+pub fn sample_events(seed: u64, want: usize) -> Vec<agwire_core::Event> {
+    use crate::streamgen::{StreamClass, generate};
+    let mut out = Vec::new();
+    for text in [
+        "",
+        "é",
+        "🌍 emoji",
+        "line\nbreak",
+        "tab\tand \"quotes\"",
+        "\u{2028}\u{2029}",
+        "\u{0}\u{1f}",
+        "日本語テキスト",
+    ] {
+        out.push(
+            agwire_core::Event::from_value(serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": text, "delta": text}))
+                .unwrap()
+                .value,
+        );
+    }
+    let mut index = 0;
+    while out.len() < want {
+        let stream = generate(seed, index);
+        index += 1;
+        if !matches!(stream.class, StreamClass::Valid) {
+            continue;
+        }
+        for raw in stream.events {
+            if let Ok(d) = agwire_core::Event::from_value(raw)
+                && !matches!(d.value, agwire_core::Event::Unknown(_))
+                && d.warnings.is_empty()
+            {
+                out.push(d.value);
+            }
+        }
+    }
+    out.truncate(want);
+    out
+}

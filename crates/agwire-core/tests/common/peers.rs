@@ -1,0 +1,62 @@
+//! Where the official peers and data are: shared by the test suites of every
+//! crate (`#[path]`-included), so they all skip — or fail — the same way.
+#![allow(dead_code, unreachable_pub, clippy::expect_used, clippy::print_stderr)]
+
+use std::path::PathBuf;
+
+/// The official spec data (`AGUI_SPEC_DIR`, default `../shared/agui-spec` next to
+/// the repository). `None` — announced loudly — when it is not on this machine.
+pub fn spec_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("AGUI_SPEC_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/agui-spec"),
+    };
+    if dir.join("1.1/schema.json").is_file() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "\n!!!!! AG-UI spec data not found at {} — set AGUI_SPEC_DIR. \
+             The official-data tests are SKIPPED, not passed. !!!!!\n",
+            dir.display()
+        );
+        None
+    }
+}
+
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The `interop/` directory with the official npm peers installed, and node on
+/// the PATH. `None` — announced loudly — when either is missing, unless
+/// `AGWIRE_REQUIRE_INTEROP=1` (set by `scripts/test`), which makes it a failure.
+pub fn interop_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("AGWIRE_INTEROP_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop"),
+    };
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if node
+        && dir
+            .join("node_modules/@ag-ui/client/package.json")
+            .is_file()
+    {
+        return Some(dir);
+    }
+    let why = format!(
+        "node or the pinned @ag-ui/client is missing under {} (run `npm ci` in interop/)",
+        dir.display()
+    );
+    if std::env::var("AGWIRE_REQUIRE_INTEROP").as_deref() == Ok("1") {
+        panic!("{why}");
+    }
+    eprintln!(
+        "\n!!!!! {why} — the differential tests against the official client are SKIPPED, not passed. !!!!!\n"
+    );
+    None
+}
