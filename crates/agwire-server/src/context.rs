@@ -247,7 +247,7 @@ impl RunContext {
         match event {
             Event::TextMessageStart(e) => self.open.push(Open::Text(e.message_id.clone(), sub())),
             Event::TextMessageEnd(e) => {
-                close(&mut self.open, Open::Text(e.message_id.clone(), sub()))
+                close(&mut self.open, Open::Text(e.message_id.clone(), sub()));
             }
             Event::ToolCallStart(e) => {
                 self.open

@@ -1,6 +1,7 @@
 //! The endpoint over real HTTP on loopback: negotiation, headers, errors
 //! before the stream, the terminal event for every way a run can end,
 //! keep-alive, disconnect → cancellation, and backpressure.
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns panic on failure by design
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -584,9 +585,9 @@ async fn a_stalled_reader_applies_backpressure_and_loses_nothing() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let now = emitted.load(Ordering::Relaxed);
         if now == last {
-            stable += 1
+            stable += 1;
         } else {
-            stable = 0
+            stable = 0;
         }
         last = now;
     }

@@ -1,4 +1,4 @@
-#![allow(unreachable_pub, dead_code)] // shared by several test crates, each using part of it
+#![allow(unreachable_pub, dead_code, clippy::unwrap_used, clippy::expect_used)] // test helpers shared by several test crates
 //! The dojo conversations both dojo tests drive: what to send, run after run,
 //! and what each feature must have produced at the end.
 
