@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use agwire_core::RunAgentInput;
 use agwire_server::{Agent, AgentEndpoint, AgentError, RunContext};
 use axum::extract::{Query, Request};
+use axum::serve::ListenerExt;
 use axum::response::Response;
 
 struct Short;
@@ -61,5 +62,9 @@ async fn main() -> std::io::Result<()> {
         .route_service("/idle", AgentEndpoint::new(Idle));
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("listening {}", listener.local_addr()?.port());
+    // Streams are written in small pieces: never let Nagle hold one back.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).await
 }

@@ -14,6 +14,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 
 use agwire_codec::negotiate::Negotiator;
+use axum::serve::ListenerExt;
 use clap::Parser;
 
 mod agents;
@@ -42,6 +43,10 @@ async fn main() -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.addr).await?;
     let addr = listener.local_addr()?;
     writeln!(std::io::stdout().lock(), "listening http://{addr}")?;
+    // Events are written in small pieces: never let Nagle hold one back.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
