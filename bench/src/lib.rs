@@ -93,6 +93,11 @@ fn text(events: &mut Vec<Event>, id: &str, deltas: usize, offset: usize) {
     }));
 }
 
+/// The `i`-th word of the stand-in model output (~7 bytes, some multi-byte).
+pub fn word(i: usize) -> &'static str {
+    WORDS[i % WORDS.len()]
+}
+
 /// Workload (a): one run streaming `n` `TEXT_MESSAGE_CONTENT` events of ~20 bytes.
 pub fn text_stream(n: usize) -> Vec<Event> {
     let mut events = Vec::with_capacity(n + 4);

@@ -8,7 +8,10 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
+mod diff;
 pub(crate) mod reference;
+
+pub use diff::diff;
 
 use crate::decode::{AnyJson, Cx, DResult, Decode, Fail, Obj, Path, expected, tag};
 

@@ -1,0 +1,70 @@
+//! The agwire side of the HTTP benchmarks (`bench/http.sh`): the same routes
+//! as the Python and node reference servers in `interop/`.
+//!
+//! - `POST /short`: five events (RUN_STARTED, one text message of one delta,
+//!   RUN_FINISHED), for runs per second.
+//! - `POST /long?n=N`: one run with N text deltas, for events per second.
+//! - `POST /idle`: RUN_STARTED, then nothing until the client leaves, for the
+//!   memory an open stream costs.
+//!
+//! Usage: bench_server [ADDR] (default 127.0.0.1:0); prints `listening <port>`.
+#![allow(clippy::print_stdout)]
+
+use std::collections::HashMap;
+
+use agwire_core::RunAgentInput;
+use agwire_server::{Agent, AgentEndpoint, AgentError, RunContext};
+use axum::extract::{Query, Request};
+use axum::serve::ListenerExt;
+use axum::response::Response;
+
+struct Short;
+impl Agent for Short {
+    async fn run(&self, _: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
+        ctx.say("Hello from agwire.").await?;
+        Ok(())
+    }
+}
+
+struct Long(usize);
+impl Agent for Long {
+    async fn run(&self, _: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
+        let id = ctx.start_text().await?;
+        for i in 0..self.0 {
+            ctx.text(&id, agwire_bench::word(i)).await?;
+        }
+        ctx.end_text(&id).await?;
+        Ok(())
+    }
+}
+
+struct Idle;
+impl Agent for Idle {
+    async fn run(&self, _: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
+        ctx.cancelled().await;
+        Ok(())
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:0".into());
+    let long = |Query(q): Query<HashMap<String, usize>>, req: Request| async move {
+        let n = q.get("n").copied().unwrap_or(100_000);
+        let response: Response = AgentEndpoint::new(Long(n)).handle(req).await;
+        response
+    };
+    let app = axum::Router::new()
+        .route_service("/short", AgentEndpoint::new(Short))
+        .route("/long", axum::routing::post(long))
+        .route_service("/idle", AgentEndpoint::new(Idle));
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    println!("listening {}", listener.local_addr()?.port());
+    // Streams are written in small pieces: never let Nagle hold one back.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, app).await
+}

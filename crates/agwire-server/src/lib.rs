@@ -1,0 +1,17 @@
+#![doc = include_str!("../README.md")]
+
+mod agent;
+mod body;
+mod context;
+mod endpoint;
+mod error;
+
+pub use agent::{Agent, BoxFuture, DynAgent};
+pub use context::{DisconnectPolicy, RunContext};
+pub use endpoint::{
+    AgentEndpoint, DEFAULT_CHANNEL_CAPACITY, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_BYTES,
+};
+pub use error::{AgentError, Error};
+
+/// The protocol crate, re-exported so agents need one dependency.
+pub use agwire_core as core;
