@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use agwire_core::RunAgentInput;
 use agwire_server::{Agent, AgentEndpoint, AgentError, RunContext};
 use axum::extract::{Query, Request};
-use axum::serve::ListenerExt;
 use axum::response::Response;
+use axum::serve::ListenerExt;
 
 struct Short;
 impl Agent for Short {

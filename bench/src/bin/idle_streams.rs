@@ -14,7 +14,9 @@ use tokio::net::TcpStream;
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).map(|i| args[i + 1].clone())
+    args.iter()
+        .position(|a| a == name)
+        .map(|i| args[i + 1].clone())
 }
 
 fn rss_kib(pid: &str) -> u64 {
