@@ -7,7 +7,7 @@
 //! - `POST /idle`: RUN_STARTED, then nothing until the client leaves, for the
 //!   memory an open stream costs.
 //!
-//! Usage: bench_server [ADDR] (default 127.0.0.1:0); prints `listening <port>`.
+//! Usage: `bench_server [ADDR]` (default 127.0.0.1:0); prints `listening <port>`.
 #![allow(clippy::print_stdout)]
 
 use std::collections::HashMap;
