@@ -59,17 +59,22 @@ pub fn encode_event(event: &Event) -> Result<Vec<u8>, Error> {
 /// Appends one frame (length prefix and message) to `out`.
 pub fn encode_frame(event: &Event, out: &mut Vec<u8>) -> Result<(), Error> {
     let message = to_proto(event)?;
-    let len = message.encoded_len();
-    let prefix = u32::try_from(len).map_err(|_| Error::FrameTooLarge {
-        len,
-        limit: u32::MAX as usize,
-    })?;
-    out.reserve(4 + len);
-    out.extend_from_slice(&prefix.to_be_bytes());
-    // Encoding into a Vec with room reserved cannot run out of space.
-    message
-        .encode(out)
-        .map_err(|e| Error::Protobuf(e.to_string()))
+    // Write the message after a placeholder prefix and patch the length in
+    // afterwards: asking the message for its length first would walk every
+    // state snapshot in it one more time.
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    message.encode_raw(out);
+    let len = out.len() - start - 4;
+    let Ok(prefix) = u32::try_from(len) else {
+        out.truncate(start);
+        return Err(Error::FrameTooLarge {
+            len,
+            limit: u32::MAX as usize,
+        });
+    };
+    out[start..start + 4].copy_from_slice(&prefix.to_be_bytes());
+    Ok(())
 }
 
 /// The JSON the official `@ag-ui/proto` `decode` produces for these bytes, or
