@@ -2,6 +2,7 @@
 //! every dojo feature over SSE and over protobuf: no error, no warning of any
 //! kind from the SDK, the response really in the asked format, and the
 //! messages and state it folds equal ours and satisfy the feature's checks.
+#![allow(clippy::expect_used)] // the node helper outside #[test] fails loudly by design
 
 #[path = "../examples/dojo/agents.rs"]
 #[allow(dead_code)]
