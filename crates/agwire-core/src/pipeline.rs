@@ -43,6 +43,8 @@ pub struct Pipeline {
     delivered: Vec<Event>,
     expanded: Vec<Event>,
     warnings: Vec<Warning>,
+    /// (messages, state) changed by the last push.
+    changed: (bool, bool),
 }
 
 impl Pipeline {
@@ -65,6 +67,7 @@ impl Pipeline {
             delivered: Vec::new(),
             expanded: Vec::new(),
             warnings: Vec::new(),
+            changed: (false, false),
         }
     }
 
@@ -117,6 +120,7 @@ impl Pipeline {
     /// Feeds one decoded event.
     pub fn push(&mut self, event: Event) -> Result<&[Event], Error> {
         self.delivered.clear();
+        self.changed = (false, false);
         let translated = self.compat.translate(event)?;
         self.report(translated.warnings);
         let (event, warning) = self.peer.downgrade_event(translated.value);
@@ -146,6 +150,8 @@ impl Pipeline {
                 self.warnings.push(warning);
             }
             let applied = self.session.apply(&event);
+            self.changed.0 |= applied.messages_changed;
+            self.changed.1 |= applied.state_changed;
             for warning in &applied.warnings {
                 warning.trace();
             }
@@ -153,6 +159,13 @@ impl Pipeline {
             self.delivered.push(event);
         }
         Ok(&self.delivered)
+    }
+
+    /// Whether the last [`Pipeline::push`] changed the messages and the state
+    /// (where the reference client notifies `onMessagesChanged` and
+    /// `onStateChanged`).
+    pub fn last_changes(&self) -> (bool, bool) {
+        self.changed
     }
 
     /// What the stream has folded into so far.
