@@ -128,7 +128,7 @@ async fn runs_to_completion_over_sse_and_protobuf_with_hooks() {
 }
 
 /// Serves `body` in `piece`-byte chunks with `content_type`.
-fn chunked(body: Vec<u8>, piece: usize, content_type: &'static str) -> Response<Body> {
+fn chunked(body: &[u8], piece: usize, content_type: &'static str) -> Response<Body> {
     let chunks: Vec<Result<Vec<u8>, Infallible>> =
         body.chunks(piece).map(|c| Ok(c.to_vec())).collect();
     Response::builder()
@@ -155,7 +155,7 @@ async fn decodes_any_chunking_and_charset_suffixed_sse() {
         let body = body.clone();
         let app = axum::Router::new().route(
             "/agent",
-            post(move || async move { chunked(body, piece, "text/event-stream; charset=utf-8") }),
+            post(move || async move { chunked(&body, piece, "text/event-stream; charset=utf-8") }),
         );
         let addr = serve(app).await;
         let client = Client::new(format!("http://{addr}/agent")).unwrap();
@@ -209,11 +209,11 @@ async fn invalid_streams_fail_with_the_official_message_and_truncation_is_no_suc
     let app = axum::Router::new()
         .route(
             "/bad",
-            post(move || async move { chunked(bad, 5, "text/event-stream") }),
+            post(move || async move { chunked(&bad, 5, "text/event-stream") }),
         )
         .route(
             "/cut",
-            post(move || async move { chunked(cut, 5, "text/event-stream") }),
+            post(move || async move { chunked(&cut, 5, "text/event-stream") }),
         );
     let addr = serve(app).await;
     let client = Client::new(format!("http://{addr}/bad")).unwrap();
