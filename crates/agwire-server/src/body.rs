@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::BoxFuture;
 use crate::context::DisconnectPolicy;
 
 /// Events ready together are written as one chunk up to about this size: one
@@ -39,8 +40,13 @@ impl Drop for CancelOnDrop {
 }
 
 /// A stream of encoded chunks for `Body::from_stream`.
-#[derive(Debug)]
+///
+/// It also drives the run: the agent's future is polled here, on the
+/// connection's task, so a short run needs no task of its own and no wake-up
+/// across threads, and events the agent emits in one go leave in one write.
+/// The channel still bounds what the agent may emit ahead of the client.
 pub(crate) struct EventBody {
+    run: Option<BoxFuture<'static, ()>>,
     rx: mpsc::Receiver<Event>,
     format: WireFormat,
     sse: SseEncoder,
@@ -52,8 +58,39 @@ pub(crate) struct EventBody {
     done: bool,
 }
 
+impl std::fmt::Debug for EventBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventBody")
+            .field("running", &self.run.is_some())
+            .field("format", &self.format)
+            .field("buffered", &self.buf.len())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for EventBody {
+    fn drop(&mut self) {
+        // The client left mid-run. The run moves to a task of its own rather
+        // than being dropped at whatever await it was in: under `Cancel` the
+        // guard fires its token (and its emitters fail), so it winds down
+        // through its own cleanup; under `Finish` it simply goes on.
+        if let Some(run) = self.run.take()
+            && self.guard.armed
+        {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn(run);
+                }
+                Err(_) => tracing::warn!("no runtime to finish a disconnected run on"),
+            }
+        }
+    }
+}
+
 impl EventBody {
     pub(crate) fn new(
+        run: BoxFuture<'static, ()>,
         rx: mpsc::Receiver<Event>,
         format: WireFormat,
         keep_alive: Option<Duration>,
@@ -70,6 +107,7 @@ impl EventBody {
                 interval
             });
         Self {
+            run: Some(run),
             rx,
             format,
             sse: SseEncoder::new(),
@@ -136,21 +174,40 @@ impl Stream for EventBody {
             return Poll::Ready(None);
         }
         while this.buf.len() < BATCH_BYTES {
-            match this.rx.poll_recv(cx) {
-                Poll::Ready(Some(event)) => {
-                    if !this.encode(&event) {
+            // Let the agent run until it waits (for I/O, or for room in the
+            // channel), then take what it emitted; repeat while that frees room.
+            if let Some(run) = &mut this.run
+                && run.as_mut().poll(cx).is_ready()
+            {
+                this.run = None;
+            }
+            let before = this.buf.len();
+            let mut closed = false;
+            loop {
+                match this.rx.poll_recv(cx) {
+                    Poll::Ready(Some(event)) => {
+                        if !this.encode(&event) {
+                            this.done = true;
+                            this.rx.close();
+                            closed = true;
+                            break;
+                        }
+                        if this.buf.len() >= BATCH_BYTES {
+                            break;
+                        }
+                    }
+                    Poll::Ready(None) => {
+                        // The run ended and its terminal event is in the buffer.
+                        this.guard.armed = false;
                         this.done = true;
-                        this.rx.close();
+                        closed = true;
                         break;
                     }
+                    Poll::Pending => break,
                 }
-                Poll::Ready(None) => {
-                    // The run ended and its terminal event is in the buffer.
-                    this.guard.armed = false;
-                    this.done = true;
-                    break;
-                }
-                Poll::Pending => break,
+            }
+            if closed || this.buf.len() == before || this.run.is_none() {
+                break;
             }
         }
         if !this.buf.is_empty() {

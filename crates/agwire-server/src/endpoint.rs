@@ -231,8 +231,8 @@ impl AgentEndpoint {
         let (tx, rx) = mpsc::channel(config.capacity);
         let cancel = CancellationToken::new();
         let ctx = RunContext::new(&input, version, tx, config.disconnect, cancel.clone());
-        tokio::spawn(run(self.inner.clone(), input, ctx));
         let body = EventBody::new(
+            Box::pin(run(self.inner.clone(), input, ctx)),
             rx,
             format,
             config.keep_alive,
