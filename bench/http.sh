@@ -3,8 +3,9 @@
 #   agwire-server (bench_server) vs the Python reference server (FastAPI +
 #   ag-ui-protocol EventEncoder, uvicorn) vs a node server with @ag-ui/encoder.
 # Measures short runs/s (5 events per run; wrk, 64 connections), events/s of
-# one long run (curl reading 1,000,000 events), and, for agwire, resident
-# memory per idle open stream with 10,000 streams open.
+# one long run (curl reading 1,000,000 events), and resident
+# memory per idle open stream with 10,000 streams open (each server's RSS
+# growth / streams, read from /proc).
 # Usage: bench/http.sh [seconds per wrk run (default 10)] [long-run events]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,33 +38,32 @@ start() {
 }
 
 bench_one() {
-  local name=$1 port=$2
-  local rps eps secs
+  local name=$1 port=$2 pid=$3
+  local rps eps secs idle
   rps=$(wrk -t2 -c64 -d"${SECS}s" -s bench/http/post.lua "http://127.0.0.1:$port/short" | awk '/Requests\/sec/ {print $2}')
   secs=$(curl -s -o /dev/null -w '%{time_total}' -H 'content-type: application/json' \
     -H 'accept: text/event-stream' \
     -d '{"threadId":"t","runId":"r","state":{},"messages":[],"tools":[],"context":[],"forwardedProps":{}}' \
     "http://127.0.0.1:$port/long?n=$LONG")
   eps=$(awk -v n="$LONG" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
-  printf '%s %s %s\n' "$name" "$rps" "$eps"
+  idle=$("$T/idle_streams" --addr "127.0.0.1:$port" --path /idle --pid "$pid" --count "$IDLE_STREAMS" \
+    | grep -oE '"kib_per_stream":[0-9.]+' | cut -d: -f2)
+  printf '%s %s %s %s\n' "$name" "$rps" "$eps" "$idle"
 }
 
+IDLE_STREAMS=${IDLE_STREAMS:-10000}
 RESULTS=$(mktemp)
 start agwire "$T/bench_server" 127.0.0.1:0
-bench_one agwire "$PORT" >>"$RESULTS"
-AGWIRE_PORT=$PORT; AGWIRE_PID=$LASTPID
+bench_one agwire "$PORT" "$LASTPID" >>"$RESULTS"
 start node node interop/encoder-server.mjs --port 0
-bench_one node "$PORT" >>"$RESULTS"
+bench_one node "$PORT" "$LASTPID" >>"$RESULTS"
 start python "$PY" interop/python/server.py --port 0
-bench_one python "$PORT" >>"$RESULTS"
+bench_one python "$PORT" "$LASTPID" >>"$RESULTS"
 
-IDLE=$("$T/idle_streams" --addr "127.0.0.1:$AGWIRE_PORT" --path /idle --pid "$AGWIRE_PID" --count 10000)
-
-awk -v idle="$IDLE" '
-  { name[NR]=$1; rps[NR]=$2; eps[NR]=$3 }
+awk -v streams="$IDLE_STREAMS" '
+  { name[NR]=$1; rps[NR]=$2; eps[NR]=$3; idle[NR]=$4 }
   END {
-    printf "\n| server | short runs/s (5 events) | long run events/s | runs/s vs agwire | events/s vs agwire |\n|---|---|---|---|---|\n"
+    printf "\n| server | short runs/s (5 events) | long run events/s | KiB per idle stream (%d open) | agwire runs/s = | agwire events/s = |\n|---|---|---|---|---|---|\n", streams
     for (i = 1; i <= NR; i++)
-      printf "| %s | %.0f | %.0f | agwire = %.1f× | agwire = %.1f× |\n", name[i], rps[i], eps[i], rps[1] / rps[i], eps[1] / eps[i]
-    printf "\nagwire idle streams: %s\n", idle
+      printf "| %s | %.0f | %.0f | %.1f | %.1f× | %.1f× |\n", name[i], rps[i], eps[i], idle[i], rps[1] / rps[i], eps[1] / eps[i]
   }' "$RESULTS"
