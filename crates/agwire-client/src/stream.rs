@@ -163,6 +163,15 @@ impl RunStream {
         self.changes
     }
 
+    /// The events as a [`futures_core::Stream`], for combinators and
+    /// `select!`; the session is then out of reach, so fold with
+    /// [`crate::Client::run_to_completion`] when it is needed.
+    pub fn into_stream(self) -> impl futures_core::Stream<Item = Result<Event, Error>> + Send {
+        futures_util::stream::unfold(self, |mut run| async move {
+            run.next().await.map(|item| (item, run))
+        })
+    }
+
     /// The next event; `None` after the run's end (or an error).
     pub async fn next(&mut self) -> Option<Result<Event, Error>> {
         loop {

@@ -119,6 +119,12 @@ async fn runs_to_completion_over_sse_and_protobuf_with_hooks() {
             ]
         );
         assert_eq!(summary.result(), Some(&json!({"ok": true})));
+        let streamed: Vec<_> = futures_util::StreamExt::collect::<Vec<_>>(
+            client.run(&input()).await.unwrap().into_stream(),
+        )
+        .await;
+        assert_eq!(streamed.len(), 13);
+        assert!(streamed.iter().all(Result::is_ok));
         assert_eq!(summary.new_messages.len(), 3);
         assert!(summary.error().is_none());
         sessions.push(summary.session);
