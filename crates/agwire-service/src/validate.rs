@@ -1,0 +1,411 @@
+//! The validation of `POST /api/v1/agent/runs` (seed 004), before anything is
+//! written: the seed's rules in the seed's order with its exact messages,
+//! then ours.
+//!
+//! Order: payload size (413) → the body is a `RunAgentInput` → `threadId` is a
+//! UUID → `runId` length → message count → user text length →
+//! `forwardedProps` → exactly one user message → it comes first → attachment
+//! rules (image type, url, no data, at most three) → signed URLs →
+//! `client_time` fields → frontend tools colliding with backend tools. Every
+//! failure but the first is 422; the first failing rule is the one reported.
+//!
+//! Seed 004's front end writes legacy `binary` content blocks; the core
+//! decoder would upgrade or drop them, so attachments are judged on the raw
+//! JSON, and the accepted input carries them as 1.x `image` parts with a URL
+//! source. Its optional message fields may be `null`
+//! (`AssistantMessage.content`, `name`, `encryptedValue`, `ToolMessage.error`,
+//! ...): those nulls are read as absent.
+
+use agwire_core::decode::{DecodeMode, decode};
+use agwire_core::{Content, ContentPart, Message, RunAgentInput};
+use serde_json::{Map, Value, json};
+
+/// Largest accepted body: 256 KiB.
+pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
+/// Longest `runId`, in characters.
+pub const MAX_RUN_ID_CHARS: usize = 128;
+/// Most messages in one request.
+pub const MAX_MESSAGES: usize = 200;
+/// Most characters of text in one user message.
+pub const MAX_USER_TEXT_CHARS: usize = 10_000;
+/// Most attachments in one message.
+pub const MAX_ATTACHMENTS: usize = 3;
+
+/// A refused request: the HTTP status and the `detail` to answer with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// 413 or 422.
+    pub status: u16,
+    /// The exact message (`{"detail": ...}`).
+    pub detail: String,
+}
+
+impl Rejection {
+    fn unprocessable(detail: impl Into<String>) -> Self {
+        Self {
+            status: 422,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What validation needs to know beyond the body.
+pub struct Rules<'a> {
+    /// Names of the backend tools; a frontend tool may not reuse one.
+    pub backend_tools: &'a [&'a str],
+    /// Whether a URL is a valid, unexpired signed URL of this user's
+    /// attachment.
+    pub signed_url: &'a dyn Fn(&str) -> bool,
+}
+
+impl std::fmt::Debug for Rules<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rules")
+            .field("backend_tools", &self.backend_tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Rules<'_> {
+    /// No backend tools, and every URL accepted (tests and examples only:
+    /// the service passes its attachment store's check).
+    fn default() -> Self {
+        Self {
+            backend_tools: &[],
+            signed_url: &|_| true,
+        }
+    }
+}
+
+/// `forwardedProps.runtime_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeMode {
+    /// Agents and tools from `system_agents.yaml`.
+    Chat,
+    /// Agents and tools from the automation job's config.
+    Automation,
+}
+
+/// `forwardedProps.client_time`, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientTime {
+    /// The device's IANA time zone.
+    pub device_timezone: jiff::tz::TimeZone,
+    /// Its name as sent.
+    pub device_timezone_name: String,
+    /// The device's "now", with its offset.
+    pub now: jiff::Timestamp,
+    /// The device's epoch milliseconds.
+    pub epoch_ms: i64,
+}
+
+/// An accepted request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidRun {
+    /// The input; attachments are `image` parts with URL sources.
+    pub input: RunAgentInput,
+    /// `forwardedProps.runtime_mode`.
+    pub runtime_mode: RuntimeMode,
+    /// `forwardedProps.client_time`, when sent.
+    pub client_time: Option<ClientTime>,
+    /// The user message's attachment URLs, in order.
+    pub attachment_urls: Vec<String>,
+}
+
+/// One attachment as the front end sent it.
+#[derive(Debug, Default)]
+struct Attachment {
+    mime_type: Option<String>,
+    url: Option<String>,
+    has_data: bool,
+}
+
+/// Validates a request body.
+pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejection> {
+    if body.len() > MAX_PAYLOAD_BYTES {
+        return Err(Rejection {
+            status: 413,
+            detail: "RunAgentInput payload exceeds size limit".into(),
+        });
+    }
+    let mut raw: Value = serde_json::from_slice(body)
+        .map_err(|e| Rejection::unprocessable(format!("invalid RunAgentInput: {e}")))?;
+    let Some(object) = raw.as_object_mut() else {
+        return Err(Rejection::unprocessable(
+            "invalid RunAgentInput: expected a JSON object",
+        ));
+    };
+    let forwarded = object
+        .get("forwardedProps")
+        .or_else(|| object.get("forwarded_props"))
+        .cloned();
+    let attachments = take_attachments(object);
+    let input = decode::<RunAgentInput>(raw, DecodeMode::Lenient)
+        .map_err(|e| Rejection::unprocessable(format!("invalid RunAgentInput: {e}")))?
+        .value;
+
+    if uuid::Uuid::parse_str(&input.thread_id).is_err() {
+        return Err(Rejection::unprocessable("threadId must be a valid UUID"));
+    }
+    if input.run_id.chars().count() > MAX_RUN_ID_CHARS {
+        return Err(Rejection::unprocessable("runId exceeds length limit"));
+    }
+    if input.messages.len() > MAX_MESSAGES {
+        return Err(Rejection::unprocessable(
+            "RunAgentInput.messages exceeds limit",
+        ));
+    }
+    let too_long = input.messages.iter().any(|m| match m {
+        Message::User(u) => text_chars(&u.content) > MAX_USER_TEXT_CHARS,
+        _ => false,
+    });
+    if too_long {
+        return Err(Rejection::unprocessable(
+            "RunAgentInput user message text exceeds limit",
+        ));
+    }
+    let (runtime_mode, client_time) = forwarded_props(forwarded.as_ref())
+        .ok_or_else(|| Rejection::unprocessable("invalid RunAgentInput.forwardedProps"))?;
+    let users = input
+        .messages
+        .iter()
+        .filter(|m| matches!(m, Message::User(_)))
+        .count();
+    if users != 1 {
+        return Err(Rejection::unprocessable(
+            "RunAgentInput.messages must contain exactly one user message",
+        ));
+    }
+    if !matches!(input.messages.first(), Some(Message::User(_))) {
+        return Err(Rejection::unprocessable(
+            "RunAgentInput.messages[0].role must be user",
+        ));
+    }
+    let user_attachments = attachments.first().map_or(&[][..], Vec::as_slice);
+    let all = || attachments.iter().flatten();
+    if all().any(|a| {
+        !a.mime_type
+            .as_deref()
+            .is_some_and(|m| m.starts_with("image/"))
+    }) {
+        return Err(Rejection::unprocessable(
+            "binary content requires image mimeType",
+        ));
+    }
+    if all().any(|a| a.url.as_deref().is_none_or(str::is_empty)) {
+        return Err(Rejection::unprocessable("binary content requires url"));
+    }
+    if all().any(|a| a.has_data) {
+        return Err(Rejection::unprocessable(
+            "binary content data is not allowed",
+        ));
+    }
+    if attachments.iter().any(|a| a.len() > MAX_ATTACHMENTS) {
+        return Err(Rejection::unprocessable("Too many attachments"));
+    }
+    let attachment_urls: Vec<String> = user_attachments
+        .iter()
+        .filter_map(|a| a.url.clone())
+        .collect();
+    if attachment_urls.iter().any(|u| !(rules.signed_url)(u)) {
+        return Err(Rejection::unprocessable(
+            "binary content url is not a valid signed URL",
+        ));
+    }
+    let client_time = client_time.map(check_client_time).transpose()?;
+    if let Some(tool) = input
+        .tools
+        .iter()
+        .find(|t| rules.backend_tools.contains(&t.name.as_str()))
+    {
+        return Err(Rejection::unprocessable(format!(
+            "RunAgentInput.tools: '{}' is the name of a backend tool; frontend tools must not reuse it",
+            tool.name
+        )));
+    }
+    Ok(ValidRun {
+        input,
+        runtime_mode,
+        client_time,
+        attachment_urls,
+    })
+}
+
+/// Characters of text in a user message (Unicode scalar values).
+fn text_chars(content: &Content) -> usize {
+    match content {
+        Content::Text(text) => text.chars().count(),
+        Content::Parts(parts) => parts
+            .iter()
+            .map(|p| match p {
+                ContentPart::Text(t) => t.text.chars().count(),
+                _ => 0,
+            })
+            .sum(),
+    }
+}
+
+/// Reads the attachments of every user message out of the raw body, leaving
+/// in their place what the decoder can read: a 1.x `image` part with a URL
+/// source (or, for an attachment without a URL, which the rules reject
+/// anyway, an empty text part). Also reads the seed's `null` optional
+/// message fields as absent. Returns the attachments per user message, in
+/// message order.
+fn take_attachments(object: &mut Map<String, Value>) -> Vec<Vec<Attachment>> {
+    let mut found = Vec::new();
+    let Some(Value::Array(messages)) = object.get_mut("messages") else {
+        return found;
+    };
+    for message in messages.iter_mut() {
+        let Some(message) = message.as_object_mut() else {
+            continue;
+        };
+        drop_null_optionals(message);
+        if message.get("role").and_then(Value::as_str) != Some("user") {
+            continue;
+        }
+        let mut attachments = Vec::new();
+        if let Some(Value::Array(parts)) = message.get_mut("content") {
+            for part in parts.iter_mut() {
+                if let Some(attachment) = attachment(part) {
+                    *part = match &attachment.url {
+                        Some(url) if !url.is_empty() => json!({
+                            "type": "image",
+                            "source": {"type": "url", "value": url, "mimeType": attachment.mime_type},
+                        }),
+                        _ => json!({"type": "text", "text": ""}),
+                    };
+                    if part["source"]["mimeType"].is_null()
+                        && let Some(source) = part.get_mut("source").and_then(Value::as_object_mut)
+                    {
+                        source.remove("mimeType");
+                    }
+                    attachments.push(attachment);
+                }
+            }
+        }
+        found.push(attachments);
+    }
+    found
+}
+
+/// The attachment a content part is, if it is one: a legacy `binary` block
+/// or a 1.x media part.
+fn attachment(part: &Value) -> Option<Attachment> {
+    let kind = part.get("type")?.as_str()?;
+    let string = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    match kind {
+        "binary" => Some(Attachment {
+            mime_type: string(part.get("mimeType")),
+            url: string(part.get("url")),
+            has_data: part.get("data").is_some_and(|d| !d.is_null()),
+        }),
+        "image" | "audio" | "video" | "document" => {
+            let source = part.get("source");
+            let source_type = source.and_then(|s| s.get("type")).and_then(Value::as_str);
+            let mime = string(source.and_then(|s| s.get("mimeType")));
+            Some(Attachment {
+                // An image part with no declared type is still an image.
+                mime_type: match (kind, mime) {
+                    ("image", None) => Some("image/*".into()),
+                    (_, mime) => mime,
+                },
+                url: (source_type == Some("url"))
+                    .then(|| string(source.and_then(|s| s.get("value"))))
+                    .flatten(),
+                has_data: source_type == Some("data"),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Seed 004 allows `null` for these optional message fields.
+fn drop_null_optionals(message: &mut Map<String, Value>) {
+    for key in ["name", "encryptedValue", "encrypted_value", "error"] {
+        if message.get(key).is_some_and(Value::is_null) {
+            message.remove(key);
+        }
+    }
+    if message.get("role").and_then(Value::as_str) == Some("assistant")
+        && message.get("content").is_some_and(Value::is_null)
+    {
+        message.remove("content");
+    }
+    for key in ["toolCalls", "tool_calls"] {
+        if let Some(Value::Array(calls)) = message.get_mut(key) {
+            for call in calls.iter_mut().filter_map(Value::as_object_mut) {
+                for k in ["encryptedValue", "encrypted_value"] {
+                    if call.get(k).is_some_and(Value::is_null) {
+                        call.remove(k);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `forwardedProps`: an object with `runtime_mode` (`chat`/`automation`) and
+/// optionally `client_time` (an object), nothing else.
+fn forwarded_props(value: Option<&Value>) -> Option<(RuntimeMode, Option<&Map<String, Value>>)> {
+    let props = value?.as_object()?;
+    if props
+        .keys()
+        .any(|k| k != "runtime_mode" && k != "client_time")
+    {
+        return None;
+    }
+    let mode = match props.get("runtime_mode")?.as_str()? {
+        "chat" => RuntimeMode::Chat,
+        "automation" => RuntimeMode::Automation,
+        _ => return None,
+    };
+    let client_time = match props.get("client_time") {
+        None => None,
+        Some(Value::Object(map)) => Some(map),
+        Some(_) => return None,
+    };
+    Some((mode, client_time))
+}
+
+fn check_client_time(time: &Map<String, Value>) -> Result<ClientTime, Rejection> {
+    let zone_name = time.get("device_timezone").and_then(Value::as_str);
+    let zone = zone_name
+        .and_then(|name| jiff::tz::TimeZone::get(name).ok())
+        .ok_or_else(|| Rejection::unprocessable("invalid client_time.device_timezone"))?;
+    let now = time
+        .get("client_now_iso")
+        .and_then(Value::as_str)
+        .and_then(rfc3339_with_offset)
+        .ok_or_else(|| Rejection::unprocessable("invalid client_time.client_now_iso"))?;
+    let epoch_ms = time
+        .get("client_epoch_ms")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| Rejection::unprocessable("invalid client_time.client_epoch_ms"))?;
+    Ok(ClientTime {
+        device_timezone: zone,
+        device_timezone_name: zone_name.unwrap_or_default().to_owned(),
+        now,
+        epoch_ms,
+    })
+}
+
+/// An RFC 3339 date-time with a `Z` or numeric offset (no bare local times,
+/// no bracketed zone names, no week dates).
+fn rfc3339_with_offset(text: &str) -> Option<jiff::Timestamp> {
+    let bytes = text.as_bytes();
+    // date `YYYY-MM-DD`, then `T`/`t`/space, then a time.
+    let shape = bytes.len() >= 20
+        && bytes[4] == b'-'
+        && bytes[7] == b'-'
+        && matches!(bytes[10], b'T' | b't' | b' ')
+        && !text.contains('[');
+    let offset = text.ends_with(['Z', 'z'])
+        || text
+            .rfind(['+', '-'])
+            .is_some_and(|i| i > 10 && text[i + 1..].len() == 5 && text.as_bytes()[i + 3] == b':');
+    if !(shape && offset) {
+        return None;
+    }
+    text.parse().ok()
+}
