@@ -1,0 +1,317 @@
+//! Persistence on embedded SQLite (WAL): threads and their messages, runs,
+//! and each run's event log — the source of truth every stream is read from.
+//!
+//! Accepting a run is one `BEGIN IMMEDIATE` transaction (SQLite's writer lock
+//! taken up front, so two requests on one thread cannot both see it idle):
+//! find or create the thread, apply the idempotency and one-active-run rules,
+//! append the user message, insert the run. Events are appended with a
+//! per-run sequence number (1, 2, ...) that SSE frames carry as `id:`.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use agwire_core::{Event, Message};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row, SqlitePool};
+
+use crate::error::Error;
+use crate::validate::ValidRun;
+
+/// Schema versions, applied in order; `PRAGMA user_version` records the last.
+const MIGRATIONS: &[&str] = &[r"
+CREATE TABLE threads (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_active_at INTEGER NOT NULL
+);
+CREATE INDEX threads_by_user ON threads (user_id, last_active_at);
+CREATE TABLE messages (
+    thread_id TEXT NOT NULL REFERENCES threads (id),
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    run_id TEXT,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+);
+CREATE TABLE runs (
+    task_id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL REFERENCES threads (id),
+    run_id TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    created_thread INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    input TEXT NOT NULL,
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    started_at INTEGER,
+    finished_at INTEGER,
+    UNIQUE (user_id, run_id)
+);
+CREATE INDEX runs_by_thread ON runs (thread_id, status);
+CREATE TABLE run_events (
+    task_id TEXT NOT NULL REFERENCES runs (task_id),
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
+"];
+
+/// Run states. `queued` and `running` are active; the rest are final.
+pub const ACTIVE: [&str; 2] = ["queued", "running"];
+
+/// The answer to an accepted run (`TaskAcceptedResponse`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    /// The task (this service's id for the run).
+    pub task_id: String,
+    /// The thread.
+    pub thread_id: String,
+    /// The client's run id.
+    pub run_id: String,
+    /// Whether the original request created the thread.
+    pub created: bool,
+    /// Whether this was a re-post of an accepted request (nothing new stored).
+    pub replayed: bool,
+}
+
+/// The embedded database.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and migrates it.
+    pub async fn open(path: &Path) -> Result<Self, Error> {
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(std::time::Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        let store = Self { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<(), Error> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&mut *tx)
+            .await?;
+        let applied = usize::try_from(version).unwrap_or(0);
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
+            sqlx::raw_sql(*sql).execute(&mut *tx).await?;
+            let set = format!("PRAGMA user_version = {}", i + 1);
+            sqlx::raw_sql(sqlx::AssertSqlSafe(set))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Accepts a validated run for `user`, or explains why not.
+    ///
+    /// `request_hash` identifies the request body: re-posting the same body
+    /// (same thread and run id) answers the original acceptance again; the
+    /// same ids with another body are a conflict. A thread of another user
+    /// does not exist for this one. A thread with an active run is busy.
+    pub async fn accept_run(
+        &self,
+        user: &str,
+        run: &ValidRun,
+        request_hash: &str,
+        now_ms: i64,
+    ) -> Result<Accepted, Error> {
+        let input = &run.input;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let existing = sqlx::query(
+            "SELECT task_id, thread_id, request_hash, created_thread FROM runs WHERE user_id = ? AND run_id = ?",
+        )
+        .bind(user)
+        .bind(&input.run_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(row) = existing {
+            let same = row.get::<String, _>("thread_id") == input.thread_id
+                && row.get::<String, _>("request_hash") == request_hash;
+            if !same {
+                return Err(Error::Conflict(format!(
+                    "runId '{}' was already used with a different request",
+                    input.run_id
+                )));
+            }
+            return Ok(Accepted {
+                task_id: row.get("task_id"),
+                thread_id: input.thread_id.clone(),
+                run_id: input.run_id.clone(),
+                created: row.get::<i64, _>("created_thread") != 0,
+                replayed: true,
+            });
+        }
+        let owner: Option<String> = sqlx::query_scalar("SELECT user_id FROM threads WHERE id = ?")
+            .bind(&input.thread_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let created = match owner {
+            Some(owner) if owner != user => return Err(Error::NotFound("thread not found".into())),
+            Some(_) => false,
+            None => {
+                sqlx::query(
+                    "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES (?, ?, ?, ?)",
+                )
+                .bind(&input.thread_id)
+                .bind(user)
+                .bind(now_ms)
+                .bind(now_ms)
+                .execute(&mut *tx)
+                .await?;
+                true
+            }
+        };
+        let busy: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM runs WHERE thread_id = ? AND status IN ('queued', 'running')",
+        )
+        .bind(&input.thread_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        if busy > 0 {
+            return Err(Error::Busy(
+                "the thread already has an active run; wait for it or cancel it".into(),
+            ));
+        }
+        let next_seq: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE thread_id = ?",
+        )
+        .bind(&input.thread_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        // Seed 004 sends exactly one user message: it is the turn's new message.
+        if let Some(user_message) = input
+            .messages
+            .iter()
+            .find(|m| matches!(m, Message::User(_)))
+        {
+            sqlx::query(
+                "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES (?, ?, ?, ?, 'user', ?, ?)",
+            )
+            .bind(&input.thread_id)
+            .bind(next_seq)
+            .bind(user_message.id())
+            .bind(&input.run_id)
+            .bind(serde_json::to_string(user_message)?)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let task_id = uuid::Uuid::now_v7().to_string();
+        sqlx::query(
+            "INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, input, created_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+        )
+        .bind(&task_id)
+        .bind(user)
+        .bind(&input.thread_id)
+        .bind(&input.run_id)
+        .bind(request_hash)
+        .bind(i64::from(created))
+        .bind(serde_json::to_string(input)?)
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE threads SET last_active_at = ? WHERE id = ?")
+            .bind(now_ms)
+            .bind(&input.thread_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Accepted {
+            task_id,
+            thread_id: input.thread_id.clone(),
+            run_id: input.run_id.clone(),
+            created,
+            replayed: false,
+        })
+    }
+
+    /// Appends `event` to the run's log; returns its sequence number.
+    pub async fn append_event(&self, task_id: &str, event: &Event) -> Result<u64, Error> {
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO run_events (task_id, seq, event) \
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE task_id = ?1), ?2) \
+             RETURNING seq",
+        )
+        .bind(task_id)
+        .bind(event.to_json())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(u64::try_from(seq).unwrap_or(0))
+    }
+
+    /// The run's events after sequence number `after`, in order.
+    pub async fn events_after(
+        &self,
+        task_id: &str,
+        after: u64,
+    ) -> Result<Vec<(u64, Event)>, Error> {
+        let rows = sqlx::query(
+            "SELECT seq, event FROM run_events WHERE task_id = ? AND seq > ? ORDER BY seq",
+        )
+        .bind(task_id)
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.get("seq");
+                let text: String = row.get("event");
+                let event = Event::from_json(&text)?.value;
+                Ok((u64::try_from(seq).unwrap_or(0), event))
+            })
+            .collect()
+    }
+
+    /// The status of a run (`queued`, `running`, `succeeded`, `failed`,
+    /// `cancelled`, `interrupted`), if `user` has a run with this id.
+    pub async fn run_status(&self, user: &str, run_id: &str) -> Result<Option<String>, Error> {
+        Ok(
+            sqlx::query_scalar("SELECT status FROM runs WHERE user_id = ? AND run_id = ?")
+                .bind(user)
+                .bind(run_id)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Moves a run to `status`, unless it already reached a final one (a late
+    /// success never overwrites a cancel). Returns whether it moved.
+    pub async fn set_status(
+        &self,
+        task_id: &str,
+        status: &str,
+        now_ms: i64,
+    ) -> Result<bool, Error> {
+        let done = !ACTIVE.contains(&status);
+        let result = sqlx::query(
+            "UPDATE runs SET status = ?1, \
+               started_at = CASE WHEN ?1 = 'running' THEN ?2 ELSE started_at END, \
+               finished_at = CASE WHEN ?3 THEN ?2 ELSE finished_at END \
+             WHERE task_id = ?4 AND status IN ('queued', 'running')",
+        )
+        .bind(status)
+        .bind(now_ms)
+        .bind(done)
+        .bind(task_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected() == 1)
+    }
+}
