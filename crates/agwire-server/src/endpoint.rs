@@ -253,11 +253,32 @@ impl AgentEndpoint {
 }
 
 /// Runs the agent and sends the terminal event, whatever happens inside.
-async fn run(inner: Arc<Inner>, input: RunAgentInput, mut ctx: RunContext) {
+async fn run(inner: Arc<Inner>, input: RunAgentInput, ctx: RunContext) {
+    drive(&*inner.agent, input, ctx).await;
+}
+
+/// Runs `agent` for `input` without HTTP: its events, `RUN_STARTED` to the
+/// terminal one, go into `tx` (bounded: a slow consumer makes the agent
+/// wait), verified exactly as an endpoint's are. `cancel` cancels the run (it
+/// then finishes with outcome `cancelled`). Returns when the terminal event
+/// was sent. This is how a service runs agents in the background, writing the
+/// events to a log instead of a response.
+pub async fn run_detached(
+    agent: &dyn DynAgent,
+    input: RunAgentInput,
+    tx: mpsc::Sender<agwire_core::Event>,
+    cancel: CancellationToken,
+) {
+    let version = ProtocolVersion::negotiate(input.protocol_version.as_deref());
+    let ctx = RunContext::new(&input, version, tx, DisconnectPolicy::Finish, cancel);
+    drive(agent, input, ctx).await;
+}
+
+async fn drive(agent: &dyn DynAgent, input: RunAgentInput, mut ctx: RunContext) {
     if ctx.start(input.parent_run_id.clone()).await.is_err() {
         return;
     }
-    let outcome = AssertUnwindSafe(inner.agent.run_boxed(input, &mut ctx))
+    let outcome = AssertUnwindSafe(agent.run_boxed(input, &mut ctx))
         .catch_unwind()
         .await
         .unwrap_or_else(|panic| {

@@ -10,8 +10,12 @@ pub use agent::{Agent, BoxFuture, DynAgent};
 pub use context::{DisconnectPolicy, RunContext};
 pub use endpoint::{
     AgentEndpoint, DEFAULT_CHANNEL_CAPACITY, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_BYTES,
+    run_detached,
 };
 pub use error::{AgentError, Error};
+
+/// The token a run is cancelled with ([`run_detached`]).
+pub use tokio_util::sync::CancellationToken;
 
 /// The protocol crate, re-exported so agents need one dependency.
 pub use agwire_core as core;

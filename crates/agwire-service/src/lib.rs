@@ -1,7 +1,12 @@
 #![doc = include_str!("../README.md")]
 
+mod builtin;
 mod error;
+mod http;
+mod hub;
 pub mod store;
 pub mod validate;
 
+pub use builtin::BuiltinAgent;
 pub use error::Error;
+pub use http::Service;

@@ -315,3 +315,64 @@ impl Store {
         Ok(result.rows_affected() == 1)
     }
 }
+
+/// A run as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRecord {
+    /// The task id.
+    pub task_id: String,
+    /// The thread.
+    pub thread_id: String,
+    /// The client's run id.
+    pub run_id: String,
+    /// Its state.
+    pub status: String,
+    /// The stored `RunAgentInput` (JSON).
+    pub input: String,
+    /// When it was accepted, started and finished (ms since the epoch).
+    pub created_at: i64,
+    /// Start time.
+    pub started_at: Option<i64>,
+    /// End time.
+    pub finished_at: Option<i64>,
+}
+
+impl Store {
+    /// `user`'s run with this id.
+    pub async fn run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
+        let row = sqlx::query(
+            "SELECT task_id, thread_id, run_id, status, input, created_at, started_at, finished_at \
+             FROM runs WHERE user_id = ? AND run_id = ?",
+        )
+        .bind(user)
+        .bind(run_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|row| record(&row)))
+    }
+
+    /// Runs left active (by a crash, or queued): what a starting service must
+    /// finish or run.
+    pub async fn active_runs(&self) -> Result<Vec<RunRecord>, Error> {
+        let rows = sqlx::query(
+            "SELECT task_id, thread_id, run_id, status, input, created_at, started_at, finished_at \
+             FROM runs WHERE status IN ('queued', 'running') ORDER BY created_at",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(record).collect())
+    }
+}
+
+fn record(row: &sqlx::sqlite::SqliteRow) -> RunRecord {
+    RunRecord {
+        task_id: row.get("task_id"),
+        thread_id: row.get("thread_id"),
+        run_id: row.get("run_id"),
+        status: row.get("status"),
+        input: row.get("input"),
+        created_at: row.get("created_at"),
+        started_at: row.get("started_at"),
+        finished_at: row.get("finished_at"),
+    }
+}

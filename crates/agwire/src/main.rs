@@ -1,7 +1,7 @@
 //! The `agwire` binary.
 //!
 //! - `agwire run <URL>`: stream a run of any AG-UI endpoint in the terminal.
-//! - `agwire serve`: the agent-run service (arrives with the service issue).
+//! - `agwire serve`: the agent-run service on embedded SQLite.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod render;
 mod run;
+mod serve;
 
 /// AG-UI from the command line.
 #[derive(Debug, Parser)]
@@ -23,6 +24,8 @@ struct Cli {
 enum Command {
     /// Run an AG-UI agent and stream its events in the terminal.
     Run(run::RunArgs),
+    /// Serve the agent-run service (127.0.0.1:8080, data in ./agwire-data).
+    Serve(serve::ServeArgs),
 }
 
 #[tokio::main]
@@ -45,5 +48,12 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::Serve(args) => match serve::serve(args).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                let _ = writeln!(std::io::stderr(), "agwire serve: {error}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

@@ -24,6 +24,10 @@ pub(crate) struct RunArgs {
     /// Frontend tools the agent may call: a JSON array of tools, or @FILE.
     #[arg(long, value_name = "JSON|@FILE")]
     tools: Option<String>,
+    /// `forwardedProps` to send: JSON, or @FILE (agwire serve needs
+    /// `{"runtime_mode":"chat"}`).
+    #[arg(long, value_name = "JSON|@FILE")]
+    forwarded_props: Option<String>,
     /// Thread id (default: a new UUID).
     #[arg(long)]
     thread_id: Option<String>,
@@ -81,7 +85,10 @@ fn input(args: &RunArgs) -> Result<RunAgentInput, String> {
         input.tools = serde_json::from_value::<Vec<Tool>>(json_arg("tools", tools)?)
             .map_err(|e| format!("--tools: {e}"))?;
     }
-    input.forwarded_props = Some(json!({}));
+    input.forwarded_props = Some(match &args.forwarded_props {
+        Some(props) => json_arg("forwarded-props", props)?,
+        None => json!({}),
+    });
     input.protocol_version = Some(agwire_client::core::PROTOCOL_VERSION.to_owned());
     Ok(input)
 }

@@ -1,0 +1,496 @@
+//! The HTTP API: runs accepted and executed in the background, their event
+//! logs streamed (and resumed) as AG-UI.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use agwire_codec::negotiate::{Negotiator, WireFormat};
+use agwire_codec::sse::SseEncoder;
+use agwire_core::{BaseEvent, Event, RunAgentInput, RunErrorEvent, RunFinishedOutcome};
+use agwire_server::{CancellationToken, DynAgent, run_detached};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_core::Stream;
+use http_body_util::{BodyExt, Limited};
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::error::Error;
+use crate::hub::Hub;
+use crate::store::Store;
+use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
+
+/// Until auth arrives, every request is this one local user's.
+const LOCAL_USER: &str = "local";
+/// Backend tools of the built-in agent (frontend tools may not reuse them).
+const BACKEND_TOOLS: &[&str] = &["get_time", "calendar_write"];
+/// Keep-alive comment period on idle SSE streams.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The running service: store, live hub, the agent runs execute, and the
+/// runs in progress on this process.
+#[derive(Clone)]
+pub struct Service {
+    store: Store,
+    hub: Hub,
+    agent: Arc<dyn DynAgent>,
+    shutdown: CancellationToken,
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service").finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}
+
+fn detail(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(json!({ "detail": message }))).into_response()
+}
+
+impl From<Error> for Response {
+    fn from(error: Error) -> Response {
+        match &error {
+            Error::NotFound(m) => detail(StatusCode::NOT_FOUND, m),
+            Error::Conflict(m) | Error::Busy(m) => detail(StatusCode::CONFLICT, m),
+            _ => {
+                tracing::error!(%error, "internal error");
+                detail(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+            }
+        }
+    }
+}
+
+impl Service {
+    /// A service over `store` running `agent`.
+    pub fn new(store: Store, agent: Arc<dyn DynAgent>) -> Self {
+        Self {
+            store,
+            hub: Hub::default(),
+            agent,
+            shutdown: CancellationToken::new(),
+            running: Arc::default(),
+        }
+    }
+
+    /// Restart safety: runs a crash left `running` end as failed with a
+    /// `RUN_ERROR` (code `server_restart`) in their log; queued runs start.
+    pub async fn recover(&self) -> Result<(), Error> {
+        for run in self.store.active_runs().await? {
+            if run.status == "running" {
+                let error = Event::RunError(RunErrorEvent {
+                    message: "the server restarted while the run was in progress".into(),
+                    code: Some("server_restart".into()),
+                    usage: None,
+                    base: BaseEvent::default(),
+                });
+                self.store.append_event(&run.task_id, &error).await?;
+                self.store
+                    .set_status(&run.task_id, "failed", now_ms())
+                    .await?;
+                tracing::warn!(
+                    run_id = run.run_id,
+                    "run interrupted by a restart, marked failed"
+                );
+            } else {
+                let input: RunAgentInput = serde_json::from_str(&run.input)?;
+                self.start_run(run.task_id, input);
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels every run in progress (shutdown); they finish as cancelled.
+    pub fn cancel_all(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Runs in progress on this process.
+    pub fn running(&self) -> usize {
+        self.running.lock().map_or(0, |r| r.len())
+    }
+
+    /// The API routes.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route(
+                "/healthz",
+                get(|| async { axum::Json(json!({"status": "ok"})) }),
+            )
+            .route("/api/v1/agent/runs", post(post_run))
+            .route("/api/v1/agent/runs/{run_id}", get(get_run))
+            .route("/api/v1/agent/runs/{run_id}/events", get(get_events))
+            .route("/api/v1/agent/runs/{run_id}/cancel", post(cancel_run))
+            .with_state(self.clone())
+    }
+
+    fn start_run(&self, task_id: String, input: RunAgentInput) {
+        // Live before the 202 leaves: a stream opened right after it follows it.
+        self.hub.open(&task_id);
+        let cancel = self.shutdown.child_token();
+        if let Ok(mut running) = self.running.lock() {
+            running.insert(task_id.clone(), cancel.clone());
+        }
+        let service = self.clone();
+        tokio::spawn(async move {
+            let store = &service.store;
+            if let Err(error) = store.set_status(&task_id, "running", now_ms()).await {
+                tracing::error!(%error, "could not start run");
+            }
+            let (tx, mut rx) = mpsc::channel(64);
+            let agent = service.agent.clone();
+            let producer =
+                tokio::spawn(async move { run_detached(&*agent, input, tx, cancel).await });
+            let mut status = "failed";
+            while let Some(event) = rx.recv().await {
+                let ended = match &event {
+                    Event::RunFinished(e) => Some(match e.outcome {
+                        Some(RunFinishedOutcome::Interrupt { .. }) => "interrupted",
+                        Some(RunFinishedOutcome::Cancelled) => "cancelled",
+                        _ => "succeeded",
+                    }),
+                    Event::RunError(_) => Some("failed"),
+                    _ => None,
+                };
+                // In the log first; only then anyone sees it.
+                match store.append_event(&task_id, &event).await {
+                    Ok(seq) => service.hub.publish(&task_id, seq, event),
+                    Err(error) => {
+                        tracing::error!(%error, "could not append an event; the run fails");
+                        break;
+                    }
+                }
+                if let Some(s) = ended {
+                    status = s;
+                }
+            }
+            drop(rx);
+            let _ = producer.await;
+            if let Err(error) = store.set_status(&task_id, status, now_ms()).await {
+                tracing::error!(%error, "could not finish run");
+            }
+            service.hub.close(&task_id);
+            if let Ok(mut running) = service.running.lock() {
+                running.remove(&task_id);
+            }
+        });
+    }
+
+    /// The run's events after `after`, then live ones, until its terminal event.
+    fn stream(&self, task_id: String, after: u64, format: WireFormat) -> Response {
+        let (tx, rx) = mpsc::channel(64);
+        tokio::spawn(follow(
+            self.store.clone(),
+            self.hub.clone(),
+            task_id,
+            after,
+            tx,
+        ));
+        let body = LogBody::new(rx, format);
+        let mut response = Response::new(Body::from_stream(body));
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(format.content_type()),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        response
+    }
+}
+
+fn is_terminal(event: &Event) -> bool {
+    matches!(event, Event::RunFinished(_) | Event::RunError(_))
+}
+
+/// Subscribe first, then backfill from the log, then live events not yet
+/// sent; a lagging subscriber re-reads the log.
+async fn follow(
+    store: Store,
+    hub: Hub,
+    task_id: String,
+    after: u64,
+    tx: mpsc::Sender<(u64, Event)>,
+) {
+    let mut live = hub.subscribe(&task_id);
+    let mut last = after;
+    let backfill = |last: u64| {
+        let store = store.clone();
+        let task_id = task_id.clone();
+        async move { store.events_after(&task_id, last).await }
+    };
+    loop {
+        let events = match backfill(last).await {
+            Ok(events) => events,
+            Err(error) => {
+                tracing::error!(%error, "could not read a run's log");
+                return;
+            }
+        };
+        for (seq, event) in events {
+            let terminal = is_terminal(&event);
+            if tx.send((seq, event)).await.is_err() {
+                return;
+            }
+            last = seq;
+            if terminal {
+                return;
+            }
+        }
+        let Some(receiver) = live.as_mut() else {
+            // Not live: the log was everything.
+            return;
+        };
+        loop {
+            match receiver.recv().await {
+                Ok((seq, event)) if seq > last => {
+                    let terminal = is_terminal(&event);
+                    if tx.send((seq, event)).await.is_err() {
+                        return;
+                    }
+                    last = seq;
+                    if terminal {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => break,
+                Err(broadcast::error::RecvError::Closed) => {
+                    live = None;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Which format to stream in, if the request asks for a stream explicitly.
+fn asked_stream(headers: &HeaderMap) -> Option<WireFormat> {
+    let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
+    if !(accept.contains("text/event-stream")
+        || accept.contains("application/vnd.ag-ui.event+proto"))
+    {
+        return None;
+    }
+    Some(Negotiator::new().choose(Some(accept)))
+}
+
+async fn post_run(State(service): State<Service>, request: Request) -> Response {
+    let headers = request.headers().clone();
+    // One byte over the limit is enough to know.
+    let body = match Limited::new(request.into_body(), MAX_PAYLOAD_BYTES + 1)
+        .collect()
+        .await
+    {
+        Ok(body) => body.to_bytes(),
+        Err(_) => {
+            return detail(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "RunAgentInput payload exceeds size limit",
+            );
+        }
+    };
+    // (Scoped: `Rules` holds a `&dyn Fn`, which must not live across an await.)
+    let validated = {
+        let signed = |_: &str| false;
+        let rules = Rules {
+            backend_tools: BACKEND_TOOLS,
+            // No attachment store yet: no URL is one this service signed.
+            signed_url: &signed,
+        };
+        validate_run(&body, &rules)
+    };
+    let run = match validated {
+        Ok(run) => run,
+        Err(rejection) => {
+            let status =
+                StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+            return detail(status, &rejection.detail);
+        }
+    };
+    let fingerprint = serde_json::to_string(&run.input).unwrap_or_default();
+    let accepted = match service
+        .store
+        .accept_run(LOCAL_USER, &run, &fingerprint, now_ms())
+        .await
+    {
+        Ok(accepted) => accepted,
+        Err(error) => return error.into(),
+    };
+    if !accepted.replayed {
+        service.start_run(accepted.task_id.clone(), run.input);
+    }
+    if let Some(format) = asked_stream(&headers) {
+        return service.stream(accepted.task_id, 0, format);
+    }
+    let location = format!("/api/v1/agent/runs/{}/events", accepted.run_id);
+    let mut response = (
+        StatusCode::ACCEPTED,
+        axum::Json(json!({
+            "taskId": accepted.task_id,
+            "threadId": accepted.thread_id,
+            "runId": accepted.run_id,
+            "created": accepted.created,
+        })),
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+async fn get_run(State(service): State<Service>, Path(run_id): Path<String>) -> Response {
+    match service.store.run(LOCAL_USER, &run_id).await {
+        Ok(Some(run)) => axum::Json(json!({
+            "taskId": run.task_id,
+            "threadId": run.thread_id,
+            "runId": run.run_id,
+            "status": run.status,
+            "createdAt": run.created_at,
+            "startedAt": run.started_at,
+            "finishedAt": run.finished_at,
+        }))
+        .into_response(),
+        Ok(None) => detail(StatusCode::NOT_FOUND, "run not found"),
+        Err(error) => error.into(),
+    }
+}
+
+async fn get_events(
+    State(service): State<Service>,
+    Path(run_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let run = match service.store.run(LOCAL_USER, &run_id).await {
+        Ok(Some(run)) => run,
+        Ok(None) => return detail(StatusCode::NOT_FOUND, "run not found"),
+        Err(error) => return error.into(),
+    };
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| query.get("after").cloned());
+    let after = match resume.as_deref().map(str::parse::<u64>) {
+        None => 0,
+        Some(Ok(after)) => after,
+        Some(Err(_)) => {
+            return detail(
+                StatusCode::BAD_REQUEST,
+                "Last-Event-ID / after must be an event sequence number",
+            );
+        }
+    };
+    let format = Negotiator::new()
+        .prefer_sse_for_wildcards(true)
+        .choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    service.stream(run.task_id, after, format)
+}
+
+async fn cancel_run(State(service): State<Service>, Path(run_id): Path<String>) -> Response {
+    let run = match service.store.run(LOCAL_USER, &run_id).await {
+        Ok(Some(run)) => run,
+        Ok(None) => return detail(StatusCode::NOT_FOUND, "run not found"),
+        Err(error) => return error.into(),
+    };
+    let token = service
+        .running
+        .lock()
+        .ok()
+        .and_then(|r| r.get(&run.task_id).cloned());
+    match token {
+        Some(token) => token.cancel(),
+        None if run.status == "queued" => {
+            if let Err(error) = service
+                .store
+                .set_status(&run.task_id, "cancelled", now_ms())
+                .await
+            {
+                return error.into();
+            }
+        }
+        None => {}
+    }
+    (
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"runId": run.run_id, "cancelRequested": true})),
+    )
+        .into_response()
+}
+
+/// Encodes `(seq, event)` pairs: SSE frames carry `id: <seq>`.
+struct LogBody {
+    rx: mpsc::Receiver<(u64, Event)>,
+    format: WireFormat,
+    sse: SseEncoder,
+    buf: Vec<u8>,
+    keep_alive: tokio::time::Interval,
+}
+
+impl LogBody {
+    fn new(rx: mpsc::Receiver<(u64, Event)>, format: WireFormat) -> Self {
+        let mut keep_alive =
+            tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+        keep_alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self {
+            rx,
+            format,
+            sse: SseEncoder::new(),
+            buf: Vec::new(),
+            keep_alive,
+        }
+    }
+}
+
+impl Stream for LogBody {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let mut ended = false;
+        while this.buf.len() < 32 * 1024 {
+            match this.rx.poll_recv(cx) {
+                Poll::Ready(Some((seq, event))) => match this.format {
+                    WireFormat::Sse => this.sse.encode_with_id(seq, &event, &mut this.buf),
+                    _ => {
+                        if let Err(error) = agwire_codec::proto::encode_frame(&event, &mut this.buf)
+                        {
+                            tracing::error!(%error, "event cannot be sent as protobuf");
+                        }
+                    }
+                },
+                Poll::Ready(None) => {
+                    ended = true;
+                    break;
+                }
+                Poll::Pending => break,
+            }
+        }
+        if !this.buf.is_empty() {
+            this.keep_alive.reset();
+            return Poll::Ready(Some(Ok(Bytes::from(std::mem::take(&mut this.buf)))));
+        }
+        if ended {
+            return Poll::Ready(None);
+        }
+        if this.format == WireFormat::Sse && this.keep_alive.poll_tick(cx).is_ready() {
+            this.sse.keep_alive(&mut this.buf);
+            return Poll::Ready(Some(Ok(Bytes::from(std::mem::take(&mut this.buf)))));
+        }
+        Poll::Pending
+    }
+}

@@ -1,0 +1,261 @@
+//! The service over real HTTP on loopback with a real SQLite file: accept →
+//! 202 → the run executes in the background → its log streams, resumes from
+//! every cut point, and replays when finished; the POST can stream directly
+//! (the official `HttpAgent` consumes it); errors are the seed's.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
+
+#[path = "../../agwire-core/tests/common/peers.rs"]
+mod peers;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use agwire_client::core::pipeline::Pipeline;
+use agwire_client::core::{Event, RunAgentInput};
+use agwire_codec::sse::SseEventDecoder;
+use agwire_service::store::Store;
+use agwire_service::{BuiltinAgent, Service};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+async fn serve() -> SocketAddr {
+    let dir = std::env::temp_dir().join(format!("agwire-service-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = Store::open(&dir.join("agwire.db")).await.unwrap();
+    let service = Service::new(store, Arc::new(BuiltinAgent));
+    service.recover().await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = service.router();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+fn body(thread: &str, run_id: &str, text: &str) -> Value {
+    json!({
+        "threadId": thread, "runId": run_id, "state": {},
+        "messages": [{"id": format!("{run_id}-u"), "role": "user", "content": text}],
+        "tools": [], "context": [], "forwardedProps": {"runtime_mode": "chat"}
+    })
+}
+
+fn sse_with_ids(bytes: &[u8]) -> Vec<(u64, Event)> {
+    let mut frames = Vec::new();
+    let mut decoder = agwire_codec::sse::SseDecoder::new();
+    decoder.push(bytes, &mut frames).unwrap();
+    decoder.finish(&mut frames).unwrap();
+    frames
+        .iter()
+        .map(|f| {
+            let id =
+                f.id.as_deref()
+                    .expect("every frame has an id")
+                    .parse()
+                    .unwrap();
+            let event =
+                agwire_codec::sse::decode_frame(f, agwire_client::core::DecodeMode::Lenient)
+                    .unwrap()
+                    .value;
+            (id, event)
+        })
+        .collect()
+}
+
+async fn events(addr: SocketAddr, run_id: &str, after: Option<u64>) -> Vec<(u64, Event)> {
+    let mut request = reqwest_like(addr, &format!("/api/v1/agent/runs/{run_id}/events"));
+    if let Some(after) = after {
+        request = request.header("last-event-id", after.to_string());
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    sse_with_ids(&response.bytes().await.unwrap())
+}
+
+fn reqwest_like(addr: SocketAddr, path: &str) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .get(format!("http://{addr}{path}"))
+        .header("accept", "text/event-stream")
+}
+
+async fn post(addr: SocketAddr, body: &Value, accept: Option<&str>) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://{addr}/api/v1/agent/runs"))
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(accept) = accept {
+        request = request.header("accept", accept);
+    }
+    request.send().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_accepted_executed_logged_and_resumable() {
+    let addr = serve().await;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let response = post(addr, &body(&thread, "run-1", "what time is it?"), None).await;
+    assert_eq!(response.status().as_u16(), 202);
+    assert_eq!(
+        response.headers()["location"],
+        "/api/v1/agent/runs/run-1/events"
+    );
+    let accepted: Value = response.json().await.unwrap();
+    assert_eq!(accepted["threadId"], thread);
+    assert_eq!(accepted["runId"], "run-1");
+    assert_eq!(accepted["created"], true);
+
+    let log = events(addr, "run-1", None).await;
+    let seqs: Vec<u64> = log.iter().map(|(s, _)| *s).collect();
+    assert_eq!(seqs, (1..=log.len() as u64).collect::<Vec<_>>());
+    let types: Vec<&str> = log.iter().map(|(_, e)| e.type_name()).collect();
+    assert_eq!(types.first(), Some(&"RUN_STARTED"));
+    assert_eq!(types.last(), Some(&"RUN_FINISHED"));
+    assert!(types.contains(&"TOOL_CALL_RESULT"), "{types:?}");
+    // The log is a valid stream for the official rules.
+    let input: RunAgentInput =
+        serde_json::from_value(body(&thread, "run-1", "what time is it?")).unwrap();
+    let mut pipeline = Pipeline::for_input(&input);
+    for (_, event) in &log {
+        pipeline.push(event.clone()).unwrap();
+    }
+    let steps: Vec<String> = log
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::StepStarted(s) => Some(s.step_name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, ["router", "worker"]);
+
+    // Resuming after any event gives exactly the rest; `?after=` too.
+    for cut in 0..=log.len() as u64 {
+        let rest = events(addr, "run-1", Some(cut)).await;
+        assert_eq!(rest, log[cut as usize..], "after {cut}");
+    }
+    let rest = reqwest_like(addr, "/api/v1/agent/runs/run-1/events?after=3")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sse_with_ids(&rest.bytes().await.unwrap()), log[3..]);
+
+    let status: Value = reqwest::get(format!("http://{addr}/api/v1/agent/runs/run-1"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["status"], "succeeded");
+
+    // Re-posting the same request: the original answer, no second run.
+    let again = post(addr, &body(&thread, "run-1", "what time is it?"), None).await;
+    assert_eq!(again.status().as_u16(), 202);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["taskId"], accepted["taskId"]);
+    // Same ids, another body: conflict.
+    let conflict = post(addr, &body(&thread, "run-1", "something else"), None).await;
+    assert_eq!(conflict.status().as_u16(), 409);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_rules_answer_with_their_exact_messages() {
+    let addr = serve().await;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let cases = [
+        (
+            with(body(&thread, "r", "hi"), "/threadId", json!("t-1")),
+            422,
+            "threadId must be a valid UUID",
+        ),
+        (
+            with(body(&thread, "r", "hi"), "/forwardedProps", json!({})),
+            422,
+            "invalid RunAgentInput.forwardedProps",
+        ),
+        (
+            with(body(&thread, "r", "hi"), "/runId", json!("r".repeat(129))),
+            422,
+            "runId exceeds length limit",
+        ),
+        (
+            with(
+                body(&thread, "r", "hi"),
+                "/context",
+                json!([{"description": "pad", "value": "x".repeat(300_000)}]),
+            ),
+            413,
+            "RunAgentInput payload exceeds size limit",
+        ),
+        (
+            with(
+                body(&thread, "r", "hi"),
+                "/messages/0/content",
+                json!([{"type": "binary", "mimeType": "image/png", "url": "https://elsewhere.example/a.png"}]),
+            ),
+            422,
+            "binary content url is not a valid signed URL",
+        ),
+    ];
+    for (request, status, message) in cases {
+        let response = post(addr, &request, None).await;
+        assert_eq!(response.status().as_u16(), status, "{message}");
+        let detail: Value = response.json().await.unwrap();
+        assert_eq!(detail, json!({"detail": message}));
+    }
+    // Nothing was stored: the thread has no run.
+    let missing = reqwest::get(format!("http://{addr}/api/v1/agent/runs/r"))
+        .await
+        .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
+}
+
+fn with(mut value: Value, pointer: &str, new: Value) -> Value {
+    *value.pointer_mut(pointer).unwrap() = new;
+    value
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_post_streams_directly_when_asked_and_the_official_client_reads_it() {
+    let addr = serve().await;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let response = post(
+        addr,
+        &body(&thread, "s-1", "hello"),
+        Some("text/event-stream"),
+    )
+    .await;
+    assert_eq!(response.status().as_u16(), 200);
+    let mut decoder = SseEventDecoder::new();
+    let mut streamed = Vec::new();
+    decoder
+        .push(&response.bytes().await.unwrap(), &mut streamed)
+        .unwrap();
+    assert_eq!(streamed.last().map(Event::type_name), Some("RUN_FINISHED"));
+
+    let Some(interop) = peers::interop_dir() else {
+        return;
+    };
+    let spec = json!({
+        "url": format!("http://{addr}/api/v1/agent/runs"),
+        "format": "sse",
+        "threadId": uuid::Uuid::new_v4().to_string(),
+        "runs": [{"runId": "h-1", "messages": [{"id": "u1", "role": "user", "content": "hi there"}],
+                  "forwardedProps": {"runtime_mode": "chat"}}]
+    });
+    let mut child = tokio::process::Command::new("node")
+        .arg("httpagent.mjs")
+        .current_dir(&interop)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(spec.to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &result["runs"][0];
+    assert_eq!(run["error"], Value::Null, "{run}");
+    assert_eq!(run["logs"], json!([]));
+    let messages = run["messages"].as_array().unwrap();
+    assert_eq!(messages.last().unwrap()["content"], "You said: hi there");
+}
