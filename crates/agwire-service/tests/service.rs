@@ -259,3 +259,65 @@ async fn the_post_streams_directly_when_asked_and_the_official_client_reads_it()
     let messages = run["messages"].as_array().unwrap();
     assert_eq!(messages.last().unwrap()["content"], "You said: hi there");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_fails_interrupted_runs_and_starts_queued_ones() {
+    use agwire_client::core::{BaseEvent, RunStartedEvent};
+    use agwire_service::validate::{Rules, validate_run};
+    let dir = std::env::temp_dir().join(format!("agwire-restart-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("agwire.db");
+    let (t1, t2) = (
+        uuid::Uuid::new_v4().to_string(),
+        uuid::Uuid::new_v4().to_string(),
+    );
+    {
+        // The state a crash leaves: one run mid-flight, one still queued.
+        let store = Store::open(&db).await.unwrap();
+        let valid = |b: Value| validate_run(b.to_string().as_bytes(), &Rules::default()).unwrap();
+        let mid = store
+            .accept_run("local", &valid(body(&t1, "mid", "hi")), "a", 1)
+            .await
+            .unwrap();
+        store.set_status(&mid.task_id, "running", 2).await.unwrap();
+        let started = Event::RunStarted(RunStartedEvent {
+            thread_id: t1.clone(),
+            run_id: "mid".into(),
+            parent_run_id: None,
+            protocol_version: None,
+            input: None,
+            base: BaseEvent::default(),
+        });
+        store.append_event(&mid.task_id, &started).await.unwrap();
+        store
+            .accept_run("local", &valid(body(&t2, "waiting", "hello")), "b", 3)
+            .await
+            .unwrap();
+    }
+    let store = Store::open(&db).await.unwrap();
+    let service = Service::new(store, Arc::new(BuiltinAgent));
+    service.recover().await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = service.router();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let mid = events(addr, "mid", None).await;
+    let Some((_, Event::RunError(error))) = mid.last() else {
+        panic!("{mid:?}")
+    };
+    assert_eq!(error.code.as_deref(), Some("server_restart"));
+    let status: Value = reqwest::get(format!("http://{addr}/api/v1/agent/runs/mid"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["status"], "failed");
+
+    let waiting = events(addr, "waiting", None).await;
+    assert_eq!(
+        waiting.last().map(|(_, e)| e.type_name()),
+        Some("RUN_FINISHED")
+    );
+}
