@@ -133,6 +133,7 @@ impl Service {
             .route("/api/v1/agent/runs/{run_id}", get(get_run))
             .route("/api/v1/agent/runs/{run_id}/events", get(get_events))
             .route("/api/v1/agent/runs/{run_id}/cancel", post(cancel_run))
+            .route("/api/v1/agent/history", get(get_history))
             .with_state(self.clone())
     }
 
@@ -149,12 +150,17 @@ impl Service {
             if let Err(error) = store.set_status(&task_id, "running", now_ms()).await {
                 tracing::error!(%error, "could not start run");
             }
+            let (thread_id, run_id) = (input.thread_id.clone(), input.run_id.clone());
             let (tx, mut rx) = mpsc::channel(64);
             let agent = service.agent.clone();
             let producer =
                 tokio::spawn(async move { run_detached(&*agent, input, tx, cancel).await });
             let mut status = "failed";
+            let mut finished = false;
+            // What the run says, folded into the thread's messages at its end.
+            let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
             while let Some(event) = rx.recv().await {
+                output.apply(&event);
                 let ended = match &event {
                     Event::RunFinished(e) => Some(match e.outcome {
                         Some(RunFinishedOutcome::Interrupt { .. }) => "interrupted",
@@ -164,6 +170,23 @@ impl Service {
                     Event::RunError(_) => Some("failed"),
                     _ => None,
                 };
+                if let Some(s) = ended {
+                    // Before the terminal event is visible, the turn is in the
+                    // thread and the status final: a client that saw the end
+                    // can read history and status at once.
+                    status = s;
+                    finished = true;
+                    store_output(
+                        store,
+                        &thread_id,
+                        &run_id,
+                        std::mem::take(&mut output.messages),
+                    )
+                    .await;
+                    if let Err(error) = store.set_status(&task_id, status, now_ms()).await {
+                        tracing::error!(%error, "could not finish run");
+                    }
+                }
                 // In the log first; only then anyone sees it.
                 match store.append_event(&task_id, &event).await {
                     Ok(seq) => service.hub.publish(&task_id, seq, event),
@@ -172,14 +195,14 @@ impl Service {
                         break;
                     }
                 }
-                if let Some(s) = ended {
-                    status = s;
-                }
             }
             drop(rx);
             let _ = producer.await;
-            if let Err(error) = store.set_status(&task_id, status, now_ms()).await {
-                tracing::error!(%error, "could not finish run");
+            if !finished {
+                store_output(store, &thread_id, &run_id, output.messages).await;
+                if let Err(error) = store.set_status(&task_id, status, now_ms()).await {
+                    tracing::error!(%error, "could not finish run");
+                }
             }
             service.hub.close(&task_id);
             if let Ok(mut running) = service.running.lock() {
@@ -208,6 +231,31 @@ impl Service {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
         response
+    }
+}
+
+/// Adds the assistant's turn to the thread (tool messages too: the runtime
+/// needs them; history never shows them).
+async fn store_output(
+    store: &Store,
+    thread_id: &str,
+    run_id: &str,
+    messages: Vec<agwire_core::Message>,
+) {
+    let produced: Vec<agwire_core::Message> = messages
+        .into_iter()
+        .filter(|m| {
+            matches!(
+                m,
+                agwire_core::Message::Assistant(_) | agwire_core::Message::Tool(_)
+            )
+        })
+        .collect();
+    if let Err(error) = store
+        .append_run_output(thread_id, run_id, &produced, now_ms())
+        .await
+    {
+        tracing::error!(%error, "could not store the run's messages");
     }
 }
 
@@ -493,4 +541,51 @@ impl Stream for LogBody {
         }
         Poll::Pending
     }
+}
+
+async fn get_history(
+    State(service): State<Service>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let before = match query.get("before").map(|b| b.parse::<jiff::civil::Date>()) {
+        None => None,
+        Some(Ok(date)) => Some(date),
+        Some(Err(_)) => {
+            return detail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "before must be a date (YYYY-MM-DD)",
+            );
+        }
+    };
+    let thread = match query.get("threadId") {
+        Some(thread) => match service.store.thread_owner(thread).await {
+            Ok(Some(owner)) if owner == LOCAL_USER => Some(thread.clone()),
+            Ok(_) => return detail(StatusCode::NOT_FOUND, "thread not found"),
+            Err(error) => return error.into(),
+        },
+        None => match service.store.latest_thread(LOCAL_USER).await {
+            Ok(thread) => thread,
+            Err(error) => return error.into(),
+        },
+    };
+    let messages = match &thread {
+        Some(thread) => match service
+            .store
+            .thread_messages(thread, &["user", "assistant"])
+            .await
+        {
+            Ok(messages) => messages,
+            Err(error) => return error.into(),
+        },
+        None => Vec::new(),
+    };
+    // No profiles yet: days are UTC days (profile time zones come with users).
+    let snapshot = crate::history::snapshot(
+        thread.as_deref(),
+        &messages,
+        &jiff::tz::TimeZone::UTC,
+        before,
+        &|url| url.to_owned(),
+    );
+    axum::Json(snapshot).into_response()
 }

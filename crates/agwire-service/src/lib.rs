@@ -2,6 +2,7 @@
 
 mod builtin;
 mod error;
+pub mod history;
 mod http;
 mod hub;
 pub mod store;

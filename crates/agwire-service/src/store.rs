@@ -376,3 +376,95 @@ fn record(row: &sqlx::sqlite::SqliteRow) -> RunRecord {
         finished_at: row.get("finished_at"),
     }
 }
+
+/// A message of a thread, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    /// Position in the thread (1, 2, ...).
+    pub seq: i64,
+    /// The message, as AG-UI.
+    pub message: Message,
+    /// When it was stored (ms since the epoch).
+    pub created_at: i64,
+}
+
+impl Store {
+    /// Appends what a run produced (assistant and tool messages) to its
+    /// thread, after the turn's user message.
+    pub async fn append_run_output(
+        &self,
+        thread_id: &str,
+        run_id: &str,
+        messages: &[Message],
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut seq: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?")
+                .bind(thread_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        for message in messages {
+            seq += 1;
+            sqlx::query(
+                "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(thread_id)
+            .bind(seq)
+            .bind(message.id())
+            .bind(run_id)
+            .bind(message.role().as_str())
+            .bind(serde_json::to_string(message)?)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// `user`'s most recently active thread.
+    pub async fn latest_thread(&self, user: &str) -> Result<Option<String>, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM threads WHERE user_id = ? ORDER BY last_active_at DESC, created_at DESC LIMIT 1",
+        )
+        .bind(user)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// Who owns a thread.
+    pub async fn thread_owner(&self, thread_id: &str) -> Result<Option<String>, Error> {
+        Ok(
+            sqlx::query_scalar("SELECT user_id FROM threads WHERE id = ?")
+                .bind(thread_id)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    /// A thread's messages of the given roles, in order.
+    pub async fn thread_messages(
+        &self,
+        thread_id: &str,
+        roles: &[&str],
+    ) -> Result<Vec<StoredMessage>, Error> {
+        let rows = sqlx::query(
+            "SELECT seq, role, body, created_at FROM messages WHERE thread_id = ? ORDER BY seq",
+        )
+        .bind(thread_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .filter(|row| roles.contains(&row.get::<String, _>("role").as_str()))
+            .map(|row| {
+                let body: String = row.get("body");
+                Ok(StoredMessage {
+                    seq: row.get("seq"),
+                    message: serde_json::from_str(&body)?,
+                    created_at: row.get("created_at"),
+                })
+            })
+            .collect()
+    }
+}

@@ -321,3 +321,91 @@ async fn a_restart_fails_interrupted_runs_and_starts_queued_ones() {
         Some("RUN_FINISHED")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_shows_the_days_user_and_assistant_messages_but_never_tools() {
+    let addr = serve().await;
+    let empty: Value = reqwest::get(format!("http://{addr}/api/v1/agent/history"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        empty,
+        json!({"scope": "history_day", "threadId": null, "day": null, "hasMore": false, "messages": []})
+    );
+    let thread = uuid::Uuid::new_v4().to_string();
+    for (run, text) in [("h-1", "what time is it?"), ("h-2", "thanks")] {
+        post(addr, &body(&thread, run, text), None).await;
+        // Seeing the terminal event means the turn is stored.
+        let log = events(addr, run, None).await;
+        assert_eq!(log.last().map(|(_, e)| e.type_name()), Some("RUN_FINISHED"));
+    }
+    let today = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .to_string();
+    let history: Value = reqwest::get(format!("http://{addr}/api/v1/agent/history"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(history["threadId"], thread);
+    assert_eq!(history["day"], today);
+    assert_eq!(history["hasMore"], false);
+    let shown: Vec<(String, String)> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("user".to_owned(), "what time is it?".to_owned()),
+            (
+                "assistant".to_owned(),
+                "You said: what time is it?".to_owned()
+            ),
+            ("user".to_owned(), "thanks".to_owned()),
+            ("assistant".to_owned(), "You said: thanks".to_owned()),
+        ]
+    );
+    let seqs: Vec<i64> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["seq"].as_i64().unwrap())
+        .collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    // Before today: nothing. An unknown thread: 404. A bad date: 422.
+    let earlier: Value = reqwest::get(format!(
+        "http://{addr}/api/v1/agent/history?threadId={thread}&before={today}"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(earlier["day"], Value::Null);
+    let unknown = reqwest::get(format!(
+        "http://{addr}/api/v1/agent/history?threadId={}",
+        uuid::Uuid::new_v4()
+    ))
+    .await
+    .unwrap();
+    assert_eq!(unknown.status().as_u16(), 404);
+    let bad = reqwest::get(format!(
+        "http://{addr}/api/v1/agent/history?before=yesterday"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(bad.status().as_u16(), 422);
+}

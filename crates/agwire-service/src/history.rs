@@ -1,0 +1,229 @@
+//! Day-scoped history snapshots (seed 004's `HistorySnapshotResponse`).
+//!
+//! A day is a calendar day in the user's time zone. The snapshot shows the
+//! latest day strictly before `before` (or the latest day at all) that has
+//! user or assistant messages, those messages in thread order, and whether
+//! earlier days have any. Tool messages are stored for the runtime and never
+//! shown.
+
+use agwire_core::{Content, ContentPart, Message, PartSource};
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use serde_json::{Value, json};
+
+use crate::store::StoredMessage;
+
+/// The calendar day of a stored message in `tz`.
+fn day_of(message: &StoredMessage, tz: &TimeZone) -> Option<Date> {
+    let at = jiff::Timestamp::from_millisecond(message.created_at).ok()?;
+    Some(at.to_zoned(tz.clone()).date())
+}
+
+/// Whether a message is shown in history (user messages, and assistant
+/// messages with text).
+fn shown(message: &Message) -> bool {
+    match message {
+        Message::User(_) => true,
+        Message::Assistant(a) => a.content.as_ref().is_some_and(|c| !c.is_empty()),
+        _ => false,
+    }
+}
+
+/// The snapshot of `thread_id` for the day before `before` (or the latest),
+/// as JSON. `sign` turns a stored attachment URL into one the client may
+/// fetch now.
+pub fn snapshot(
+    thread_id: Option<&str>,
+    messages: &[StoredMessage],
+    tz: &TimeZone,
+    before: Option<Date>,
+    sign: &dyn Fn(&str) -> String,
+) -> Value {
+    let empty = json!({"scope": "history_day", "threadId": thread_id, "day": null, "hasMore": false, "messages": []});
+    let visible: Vec<(&StoredMessage, Date)> = messages
+        .iter()
+        .filter(|m| shown(&m.message))
+        .filter_map(|m| day_of(m, tz).map(|d| (m, d)))
+        .collect();
+    let Some(day) = visible
+        .iter()
+        .map(|(_, d)| *d)
+        .filter(|d| before.is_none_or(|b| *d < b))
+        .max()
+    else {
+        return empty;
+    };
+    let has_more = visible.iter().any(|(_, d)| *d < day);
+    let shown: Vec<Value> = visible
+        .iter()
+        .filter(|(_, d)| *d == day)
+        .map(|(m, _)| render(m, sign))
+        .collect();
+    json!({
+        "scope": "history_day",
+        "threadId": thread_id,
+        "day": day.to_string(),
+        "hasMore": has_more,
+        "messages": shown,
+    })
+}
+
+fn render(stored: &StoredMessage, sign: &dyn Fn(&str) -> String) -> Value {
+    let timestamp = jiff::Timestamp::from_millisecond(stored.created_at)
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    match &stored.message {
+        Message::User(user) => {
+            let (text, attachments) = match &user.content {
+                Content::Text(text) => (text.clone(), Vec::new()),
+                Content::Parts(parts) => {
+                    let text = parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            ContentPart::Text(t) => Some(t.text.as_str()),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    let attachments = parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            ContentPart::Image(media) => match &media.source {
+                                PartSource::Url { value, mime_type } => Some(json!({
+                                    "mimeType": mime_type.as_deref().unwrap_or("image/*"),
+                                    "url": sign(value),
+                                })),
+                                _ => None,
+                            },
+                            _ => None,
+                        })
+                        .collect();
+                    (text, attachments)
+                }
+            };
+            json!({"id": user.id, "seq": stored.seq, "role": "user", "content": text,
+                   "attachments": attachments, "timestamp": timestamp})
+        }
+        other => {
+            let content = match other {
+                Message::Assistant(a) => a.content.clone().unwrap_or_default(),
+                _ => String::new(),
+            };
+            json!({"id": other.id(), "seq": stored.seq, "role": "assistant", "content": content,
+                   "ui_schema": null, "timestamp": timestamp})
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(iso: &str) -> i64 {
+        iso.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+    }
+
+    fn message(seq: i64, role: &str, text: &str, iso: &str) -> StoredMessage {
+        StoredMessage {
+            seq,
+            message: serde_json::from_value(
+                json!({"id": format!("m{seq}"), "role": role, "content": text, "toolCallId": "c"}),
+            )
+            .unwrap(),
+            created_at: at(iso),
+        }
+    }
+
+    /// Three turns: late evening in Los Angeles is already tomorrow in UTC.
+    fn thread() -> Vec<StoredMessage> {
+        vec![
+            message(1, "user", "day one", "2026-03-14T18:00:00Z"),
+            message(2, "assistant", "reply one", "2026-03-14T18:00:05Z"),
+            message(3, "user", "late night", "2026-03-16T06:30:00Z"), // 23:30 on the 15th in LA
+            message(4, "tool", "{}", "2026-03-16T06:30:02Z"),
+            message(5, "assistant", "reply two", "2026-03-16T06:30:05Z"),
+            message(6, "user", "morning", "2026-03-16T17:00:00Z"),
+            message(7, "assistant", "reply three", "2026-03-16T17:00:05Z"),
+        ]
+    }
+
+    fn days(tz: &TimeZone, before: Option<&str>) -> (Value, Value, Vec<i64>) {
+        let snap = snapshot(
+            Some("t"),
+            &thread(),
+            tz,
+            before.map(|b| b.parse().unwrap()),
+            &|u| u.to_owned(),
+        );
+        let seqs = snap["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["seq"].as_i64().unwrap())
+            .collect();
+        (snap["day"].clone(), snap["hasMore"].clone(), seqs)
+    }
+
+    #[test]
+    fn days_follow_the_users_time_zone_and_page_backwards() {
+        let utc = TimeZone::UTC;
+        let la = TimeZone::get("America/Los_Angeles").unwrap();
+        assert_eq!(
+            days(&utc, None),
+            (json!("2026-03-16"), json!(true), vec![3, 5, 6, 7])
+        );
+        assert_eq!(
+            days(&utc, Some("2026-03-16")),
+            (json!("2026-03-14"), json!(false), vec![1, 2])
+        );
+        assert_eq!(
+            days(&la, None),
+            (json!("2026-03-16"), json!(true), vec![6, 7])
+        );
+        assert_eq!(
+            days(&la, Some("2026-03-16")),
+            (json!("2026-03-15"), json!(true), vec![3, 5])
+        );
+        assert_eq!(
+            days(&la, Some("2026-03-15")),
+            (json!("2026-03-14"), json!(false), vec![1, 2])
+        );
+        assert_eq!(
+            days(&la, Some("2026-03-14")),
+            (json!(null), json!(false), vec![])
+        );
+    }
+
+    #[test]
+    fn tool_messages_never_show_and_user_attachments_are_signed_fresh() {
+        let stored = StoredMessage {
+            seq: 1,
+            message: serde_json::from_value(json!({"id": "u", "role": "user", "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image", "source": {"type": "url", "value": "att-1", "mimeType": "image/png"}}
+            ]}))
+            .unwrap(),
+            created_at: at("2026-03-14T10:00:00Z"),
+        };
+        let snap = snapshot(Some("t"), &[stored], &TimeZone::UTC, None, &|u| {
+            format!("https://svc/{u}?sig=x")
+        });
+        assert_eq!(
+            snap["messages"][0],
+            json!({"id": "u", "seq": 1, "role": "user", "content": "look",
+                   "attachments": [{"mimeType": "image/png", "url": "https://svc/att-1?sig=x"}],
+                   "timestamp": "2026-03-14T10:00:00Z"})
+        );
+        let all = snapshot(Some("t"), &thread(), &TimeZone::UTC, None, &|u| {
+            u.to_owned()
+        });
+        assert!(
+            all["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|m| m["role"] != "tool")
+        );
+        assert_eq!(all["messages"][1]["ui_schema"], Value::Null);
+    }
+}
