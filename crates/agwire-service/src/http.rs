@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_core::Stream;
 use http_body_util::{BodyExt, Limited};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::error::Error;
@@ -134,6 +134,7 @@ impl Service {
             .route("/api/v1/agent/runs/{run_id}/events", get(get_events))
             .route("/api/v1/agent/runs/{run_id}/cancel", post(cancel_run))
             .route("/api/v1/agent/history", get(get_history))
+            .route("/api/v1/me/profile", get(get_profile).patch(patch_profile))
             .with_state(self.clone())
     }
 
@@ -579,13 +580,93 @@ async fn get_history(
         },
         None => Vec::new(),
     };
-    // No profiles yet: days are UTC days (profile time zones come with users).
-    let snapshot = crate::history::snapshot(
-        thread.as_deref(),
-        &messages,
-        &jiff::tz::TimeZone::UTC,
-        before,
-        &|url| url.to_owned(),
-    );
+    let tz = match service.store.settings(LOCAL_USER).await {
+        Ok(settings) => settings
+            .get("timezone")
+            .and_then(Value::as_str)
+            .and_then(|name| jiff::tz::TimeZone::get(name).ok())
+            .unwrap_or(jiff::tz::TimeZone::UTC),
+        Err(error) => return error.into(),
+    };
+    let snapshot = crate::history::snapshot(thread.as_deref(), &messages, &tz, before, &|url| {
+        url.to_owned()
+    });
     axum::Json(snapshot).into_response()
+}
+
+async fn get_profile(State(service): State<Service>) -> Response {
+    match service.store.settings(LOCAL_USER).await {
+        Ok(settings) => axum::Json(json!({"id": LOCAL_USER, "settings": settings})).into_response(),
+        Err(error) => error.into(),
+    }
+}
+
+/// A BCP 47-shaped language tag (`en`, `zh-CN`, `sr-Latn-RS`).
+fn is_locale(tag: &str) -> bool {
+    !tag.is_empty()
+        && tag.len() <= 35
+        && tag
+            .split('-')
+            .all(|p| (1..=8).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphanumeric()))
+        && tag
+            .split('-')
+            .next()
+            .is_some_and(|l| l.bytes().all(|b| b.is_ascii_alphabetic()))
+}
+
+async fn patch_profile(State(service): State<Service>, body: Bytes) -> Response {
+    let Ok(Value::Object(patch)) = serde_json::from_slice::<Value>(&body) else {
+        return detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "the profile patch must be a JSON object",
+        );
+    };
+    if let Some(key) = patch.keys().find(|k| *k != "settings") {
+        return detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!("unknown profile field '{key}'"),
+        );
+    }
+    let Some(Value::Object(changes)) = patch.get("settings") else {
+        return detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "settings must be an object",
+        );
+    };
+    for (key, value) in changes {
+        let valid = value.is_null()
+            || match key.as_str() {
+                "timezone" => value
+                    .as_str()
+                    .is_some_and(|z| jiff::tz::TimeZone::get(z).is_ok()),
+                "locale" => value.as_str().is_some_and(is_locale),
+                _ => true,
+            };
+        if !valid {
+            return detail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &format!("invalid settings.{key}"),
+            );
+        }
+    }
+    let mut settings = match service.store.settings(LOCAL_USER).await {
+        Ok(settings) => settings,
+        Err(error) => return error.into(),
+    };
+    for (key, value) in changes {
+        // `null` clears a setting.
+        if value.is_null() {
+            settings.remove(key);
+        } else {
+            settings.insert(key.clone(), value.clone());
+        }
+    }
+    if let Err(error) = service
+        .store
+        .set_settings(LOCAL_USER, &settings, now_ms())
+        .await
+    {
+        return error.into();
+    }
+    axum::Json(json!({"id": LOCAL_USER, "settings": settings})).into_response()
 }

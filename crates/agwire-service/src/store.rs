@@ -18,7 +18,8 @@ use crate::error::Error;
 use crate::validate::ValidRun;
 
 /// Schema versions, applied in order; `PRAGMA user_version` records the last.
-const MIGRATIONS: &[&str] = &[r"
+const MIGRATIONS: &[&str] = &[
+    r"
 CREATE TABLE threads (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
@@ -58,7 +59,15 @@ CREATE TABLE run_events (
     event TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
 );
-"];
+",
+    r"
+CREATE TABLE users (
+    id TEXT PRIMARY KEY,
+    settings TEXT NOT NULL DEFAULT '{}',
+    updated_at INTEGER NOT NULL
+);
+",
+];
 
 /// Run states. `queued` and `running` are active; the rest are final.
 pub const ACTIVE: [&str; 2] = ["queued", "running"];
@@ -466,5 +475,41 @@ impl Store {
                 })
             })
             .collect()
+    }
+}
+
+impl Store {
+    /// A user's profile settings (`{}` for a user who never set any).
+    pub async fn settings(
+        &self,
+        user: &str,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
+        let text: Option<String> = sqlx::query_scalar("SELECT settings FROM users WHERE id = ?")
+            .bind(user)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match text {
+            Some(text) => serde_json::from_str(&text)?,
+            None => serde_json::Map::new(),
+        })
+    }
+
+    /// Replaces a user's profile settings.
+    pub async fn set_settings(
+        &self,
+        user: &str,
+        settings: &serde_json::Map<String, serde_json::Value>,
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        sqlx::query(
+            "INSERT INTO users (id, settings, updated_at) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (id) DO UPDATE SET settings = ?2, updated_at = ?3",
+        )
+        .bind(user)
+        .bind(serde_json::to_string(settings)?)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 }

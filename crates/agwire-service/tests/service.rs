@@ -409,3 +409,69 @@ async fn history_shows_the_days_user_and_assistant_messages_but_never_tools() {
     .unwrap();
     assert_eq!(bad.status().as_u16(), 422);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_profile_time_zone_decides_history_days() {
+    let addr = serve().await;
+    let client = reqwest::Client::new();
+    let profile = format!("http://{addr}/api/v1/me/profile");
+    let initial: Value = client
+        .get(&profile)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(initial["settings"], json!({}));
+    for (patch, message) in [
+        (
+            json!({"settings": {"timezone": "Mars/Olympus"}}),
+            "invalid settings.timezone",
+        ),
+        (
+            json!({"settings": {"locale": "not a locale!"}}),
+            "invalid settings.locale",
+        ),
+        (json!({"nickname": "x"}), "unknown profile field 'nickname'"),
+    ] {
+        let response = client.patch(&profile).json(&patch).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 422);
+        assert_eq!(
+            response.json::<Value>().await.unwrap(),
+            json!({"detail": message})
+        );
+    }
+    let updated: Value = client
+        .patch(&profile)
+        .json(&json!({"settings": {"timezone": "Pacific/Kiritimati", "locale": "zh-CN"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        updated["settings"],
+        json!({"timezone": "Pacific/Kiritimati", "locale": "zh-CN"})
+    );
+
+    let thread = uuid::Uuid::new_v4().to_string();
+    post(addr, &body(&thread, "p-1", "hello"), None).await;
+    events(addr, "p-1", None).await;
+    // UTC+14: the day is Kiritimati's, not UTC's.
+    let kiritimati = jiff::tz::TimeZone::get("Pacific/Kiritimati").unwrap();
+    let expected = jiff::Timestamp::now()
+        .to_zoned(kiritimati)
+        .date()
+        .to_string();
+    let history: Value = client
+        .get(format!("http://{addr}/api/v1/agent/history"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(history["day"], expected);
+}
