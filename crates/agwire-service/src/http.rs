@@ -23,6 +23,7 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use crate::attachments::{Attachments, REFERENCE_PREFIX, sniff};
 use crate::error::Error;
 use crate::hub::Hub;
 use crate::store::Store;
@@ -44,6 +45,7 @@ pub struct Service {
     agent: Arc<dyn DynAgent>,
     shutdown: CancellationToken,
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    attachments: Option<Attachments>,
 }
 
 impl std::fmt::Debug for Service {
@@ -82,7 +84,15 @@ impl Service {
             agent,
             shutdown: CancellationToken::new(),
             running: Arc::default(),
+            attachments: None,
         }
+    }
+
+    /// Accepts uploads and signs their URLs (without it, no URL passes the
+    /// signed-URL rule).
+    pub fn with_attachments(mut self, attachments: Attachments) -> Self {
+        self.attachments = Some(attachments);
+        self
     }
 
     /// Restart safety: runs a crash left `running` end as failed with a
@@ -135,6 +145,8 @@ impl Service {
             .route("/api/v1/agent/runs/{run_id}/cancel", post(cancel_run))
             .route("/api/v1/agent/history", get(get_history))
             .route("/api/v1/me/profile", get(get_profile).patch(patch_profile))
+            .route("/api/v1/agent/attachments", post(upload_attachment))
+            .route("/api/v1/agent/attachments/{id}", get(download_attachment))
             .with_state(self.clone())
     }
 
@@ -352,16 +364,18 @@ async fn post_run(State(service): State<Service>, request: Request) -> Response 
         }
     };
     // (Scoped: `Rules` holds a `&dyn Fn`, which must not live across an await.)
+    let now_s = now_ms() / 1000;
     let validated = {
-        let signed = |_: &str| false;
+        let attachments = service.attachments.as_ref();
+        let signed =
+            |url: &str| attachments.is_some_and(|a| a.verify_url(url, LOCAL_USER, now_s).is_some());
         let rules = Rules {
             backend_tools: BACKEND_TOOLS,
-            // No attachment store yet: no URL is one this service signed.
             signed_url: &signed,
         };
         validate_run(&body, &rules)
     };
-    let run = match validated {
+    let mut run = match validated {
         Ok(run) => run,
         Err(rejection) => {
             let status =
@@ -369,6 +383,10 @@ async fn post_run(State(service): State<Service>, request: Request) -> Response 
             return detail(status, &rejection.detail);
         }
     };
+    // Store references, not URLs: a URL expires, the attachment does not.
+    if let Some(attachments) = &service.attachments {
+        to_references(&mut run.input, attachments, now_s);
+    }
     let fingerprint = serde_json::to_string(&run.input).unwrap_or_default();
     let accepted = match service
         .store
@@ -547,6 +565,7 @@ impl Stream for LogBody {
 async fn get_history(
     State(service): State<Service>,
     Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
 ) -> Response {
     let before = match query.get("before").map(|b| b.parse::<jiff::civil::Date>()) {
         None => None,
@@ -588,9 +607,10 @@ async fn get_history(
             .unwrap_or(jiff::tz::TimeZone::UTC),
         Err(error) => return error.into(),
     };
-    let snapshot = crate::history::snapshot(thread.as_deref(), &messages, &tz, before, &|url| {
-        url.to_owned()
-    });
+    let snapshot =
+        crate::history::snapshot(thread.as_deref(), &messages, &tz, before, &|reference| {
+            resign(&service, &headers, reference)
+        });
     axum::Json(snapshot).into_response()
 }
 
@@ -669,4 +689,171 @@ async fn patch_profile(State(service): State<Service>, body: Bytes) -> Response 
         return error.into();
     }
     axum::Json(json!({"id": LOCAL_USER, "settings": settings})).into_response()
+}
+
+/// The base URL clients reached us by (for absolute attachment URLs).
+fn base_url(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    format!("http://{host}")
+}
+
+/// A fresh signed URL for a stored `attachment:{id}` reference.
+fn resign(service: &Service, headers: &HeaderMap, reference: &str) -> String {
+    match (
+        reference.strip_prefix(REFERENCE_PREFIX),
+        &service.attachments,
+    ) {
+        (Some(id), Some(attachments)) => {
+            attachments
+                .sign(&base_url(headers), id, LOCAL_USER, now_ms() / 1000)
+                .0
+        }
+        _ => reference.to_owned(),
+    }
+}
+
+/// Replaces the user message's signed attachment URLs by references.
+fn to_references(input: &mut RunAgentInput, attachments: &Attachments, now_s: i64) {
+    use agwire_core::{Content, ContentPart, Message, PartSource};
+    for message in &mut input.messages {
+        let Message::User(user) = message else {
+            continue;
+        };
+        let Content::Parts(parts) = &mut user.content else {
+            continue;
+        };
+        for part in parts.iter_mut() {
+            if let ContentPart::Image(media) = part
+                && let PartSource::Url { value, .. } = &mut media.source
+                && let Some(id) = attachments.verify_url(value, LOCAL_USER, now_s)
+            {
+                *value = format!("{REFERENCE_PREFIX}{id}");
+            }
+        }
+    }
+}
+
+async fn upload_attachment(State(service): State<Service>, request: Request) -> Response {
+    let Some(attachments) = service.attachments.clone() else {
+        return detail(StatusCode::NOT_FOUND, "attachments are not enabled");
+    };
+    let headers = request.headers().clone();
+    let multipart = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    let too_large = || {
+        detail(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "attachment exceeds size limit",
+        )
+    };
+    let bytes: Bytes = if multipart {
+        use axum::extract::FromRequest;
+        let mut form = match axum::extract::Multipart::from_request(request, &()).await {
+            Ok(form) => form,
+            Err(rejection) => return detail(StatusCode::BAD_REQUEST, &rejection.body_text()),
+        };
+        let mut file = None;
+        loop {
+            match form.next_field().await {
+                Ok(Some(field)) if field.name() == Some("file") => match field.bytes().await {
+                    Ok(bytes) => {
+                        file = Some(bytes);
+                        break;
+                    }
+                    Err(e) => return detail(StatusCode::BAD_REQUEST, &e.body_text()),
+                },
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => return detail(StatusCode::BAD_REQUEST, &e.body_text()),
+            }
+        }
+        match file {
+            Some(bytes) if bytes.len() > attachments.max_bytes => return too_large(),
+            Some(bytes) => bytes,
+            None => {
+                return detail(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "multipart upload needs a 'file' field",
+                );
+            }
+        }
+    } else {
+        match Limited::new(request.into_body(), attachments.max_bytes)
+            .collect()
+            .await
+        {
+            Ok(body) => body.to_bytes(),
+            Err(_) => return too_large(),
+        }
+    };
+    let Some(mime_type) = sniff(&bytes) else {
+        return detail(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "the upload is not a PNG, JPEG, GIF or WebP image",
+        );
+    };
+    let id = uuid::Uuid::now_v7().to_string();
+    if let Err(error) = attachments.save(&id, &bytes) {
+        tracing::error!(%error, "could not store an attachment");
+        return detail(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
+    }
+    if let Err(error) = service
+        .store
+        .insert_attachment(&id, LOCAL_USER, mime_type, bytes.len(), now_ms())
+        .await
+    {
+        return error.into();
+    }
+    let (url, exp) = attachments.sign(&base_url(&headers), &id, LOCAL_USER, now_ms() / 1000);
+    let expires_at = jiff::Timestamp::from_second(exp)
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({"id": id, "url": url, "mimeType": mime_type, "size": bytes.len(), "expiresAt": expires_at})),
+    )
+        .into_response()
+}
+
+async fn download_attachment(
+    State(service): State<Service>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(attachments) = service.attachments.clone() else {
+        return detail(StatusCode::NOT_FOUND, "attachment not found");
+    };
+    let owner = match service.store.attachment(&id).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return detail(StatusCode::NOT_FOUND, "attachment not found"),
+        Err(error) => return error.into(),
+    };
+    let exp = query.get("exp").and_then(|e| e.parse::<i64>().ok());
+    let sig = query.get("sig").and_then(|s| hex::decode(s).ok());
+    let valid = match (exp, sig) {
+        (Some(exp), Some(sig)) => attachments.verify(&id, &owner.0, exp, &sig, now_ms() / 1000),
+        _ => false,
+    };
+    if !valid {
+        return detail(StatusCode::FORBIDDEN, "invalid or expired signature");
+    }
+    match attachments.load(&id) {
+        Ok(bytes) => {
+            let mut response = Response::new(Body::from(bytes));
+            if let Ok(value) = HeaderValue::from_str(&owner.1) {
+                response.headers_mut().insert(header::CONTENT_TYPE, value);
+            }
+            response.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("private, max-age=300"),
+            );
+            response
+        }
+        Err(_) => detail(StatusCode::NOT_FOUND, "attachment not found"),
+    }
 }

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod attachments;
 mod builtin;
 mod error;
 pub mod history;

@@ -67,6 +67,15 @@ CREATE TABLE users (
     updated_at INTEGER NOT NULL
 );
 ",
+    r"
+CREATE TABLE attachments (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    mime_type TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+",
 ];
 
 /// Run states. `queued` and `running` are active; the rest are final.
@@ -511,5 +520,36 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+}
+
+impl Store {
+    /// Records an uploaded attachment.
+    pub async fn insert_attachment(
+        &self,
+        id: &str,
+        user: &str,
+        mime_type: &str,
+        size: usize,
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        sqlx::query("INSERT INTO attachments (id, user_id, mime_type, size, created_at) VALUES (?, ?, ?, ?, ?)")
+            .bind(id)
+            .bind(user)
+            .bind(mime_type)
+            .bind(i64::try_from(size).unwrap_or(i64::MAX))
+            .bind(now_ms)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// An attachment's owner and type.
+    pub async fn attachment(&self, id: &str) -> Result<Option<(String, String)>, Error> {
+        let row = sqlx::query("SELECT user_id, mime_type FROM attachments WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| (r.get("user_id"), r.get("mime_type"))))
     }
 }

@@ -22,7 +22,8 @@ async fn serve() -> SocketAddr {
     let dir = std::env::temp_dir().join(format!("agwire-service-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let store = Store::open(&dir.join("agwire.db")).await.unwrap();
-    let service = Service::new(store, Arc::new(BuiltinAgent));
+    let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
+    let service = Service::new(store, Arc::new(BuiltinAgent)).with_attachments(attachments);
     service.recover().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -474,4 +475,110 @@ async fn the_profile_time_zone_decides_history_days() {
         .await
         .unwrap();
     assert_eq!(history["day"], expected);
+}
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR fake but signed-by-bytes";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_upload_sign_verify_and_reappear_freshly_signed_in_history() {
+    let addr = serve().await;
+    let client = reqwest::Client::new();
+    let uploads = format!("http://{addr}/api/v1/agent/attachments");
+    let raw: Value = client
+        .post(&uploads)
+        .header("content-type", "image/png")
+        .body(PNG)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(raw["mimeType"], "image/png");
+    assert_eq!(raw["size"], PNG.len());
+    let url = raw["url"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&format!("http://{addr}/api/v1/agent/attachments/")),
+        "{url}"
+    );
+    // The URL serves the bytes; a tampered one is refused.
+    let fetched = client.get(&url).send().await.unwrap();
+    assert_eq!(fetched.status().as_u16(), 200);
+    assert_eq!(fetched.headers()["content-type"], "image/png");
+    assert_eq!(fetched.bytes().await.unwrap().as_ref(), PNG);
+    let tampered = url.replace("exp=", "exp=9");
+    assert_eq!(
+        client
+            .get(&tampered)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    // Multipart with the file in field `file`.
+    let boundary = "XyZ";
+    let mut form = format!("--{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.png\"\r\ncontent-type: image/png\r\n\r\n").into_bytes();
+    form.extend_from_slice(PNG);
+    form.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let multipart = client
+        .post(&uploads)
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(multipart.status().as_u16(), 201);
+    // Not an image by its bytes: refused, whatever the header says.
+    let pdf = client
+        .post(&uploads)
+        .header("content-type", "image/png")
+        .body("%PDF-1.7")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pdf.status().as_u16(), 415);
+
+    // A run with the signed URL is accepted; history shows a freshly signed one.
+    let thread = uuid::Uuid::new_v4().to_string();
+    let run = with(
+        body(&thread, "att-1", "x"),
+        "/messages/0/content",
+        json!([
+            {"type": "text", "text": "what is this?"},
+            {"type": "binary", "mimeType": "image/png", "url": url}
+        ]),
+    );
+    assert_eq!(post(addr, &run, None).await.status().as_u16(), 202);
+    events(addr, "att-1", None).await;
+    let history: Value = client
+        .get(format!(
+            "http://{addr}/api/v1/agent/history?threadId={thread}"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let attachments = history["messages"][0]["attachments"].as_array().unwrap();
+    assert_eq!(attachments.len(), 1);
+    assert_eq!(attachments[0]["mimeType"], "image/png");
+    let fresh = attachments[0]["url"].as_str().unwrap();
+    assert_eq!(
+        client
+            .get(fresh)
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+            .as_ref(),
+        PNG
+    );
 }

@@ -39,7 +39,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     let store = Store::open(&db)
         .await
         .map_err(|e| format!("{}: {e}", db.display()))?;
-    let service = Service::new(store, Arc::new(BuiltinAgent));
+    let attachments = agwire_service::attachments::Attachments::open(&args.data_dir)
+        .map_err(|e| format!("attachments in {}: {e}", args.data_dir.display()))?;
+    let service = Service::new(store, Arc::new(BuiltinAgent)).with_attachments(attachments);
     service.recover().await.map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await

@@ -1,0 +1,222 @@
+//! Uploaded images and the signed URLs that name them.
+//!
+//! A URL is `{base}/api/v1/agent/attachments/{id}?exp={unix seconds}&sig={hex}`
+//! where `sig` is HMAC-SHA256 over the id, the owner and the expiry with the
+//! service's secret (created once in the data directory). The signature is
+//! the credential: it proves the URL was issued for that user's attachment
+//! and has not expired. Runs store `attachment:{id}` references, never URLs;
+//! history signs fresh ones.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The reference a stored message keeps in place of a URL.
+pub const REFERENCE_PREFIX: &str = "attachment:";
+/// Where attachment URLs live.
+pub const PATH_PREFIX: &str = "/api/v1/agent/attachments/";
+
+/// The attachment store on disk.
+#[derive(Clone)]
+pub struct Attachments {
+    dir: PathBuf,
+    secret: Vec<u8>,
+    /// Largest upload, bytes.
+    pub max_bytes: usize,
+    /// How long a signed URL stays valid, seconds.
+    pub ttl_seconds: i64,
+}
+
+impl std::fmt::Debug for Attachments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attachments")
+            .field("dir", &self.dir)
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Attachments {
+    /// Opens the store under `data_dir`, creating its directory and secret.
+    pub fn open(data_dir: &Path) -> io::Result<Self> {
+        let dir = data_dir.join("attachments");
+        std::fs::create_dir_all(&dir)?;
+        let secret_path = data_dir.join("url-signing.key");
+        let secret = match std::fs::read(&secret_path) {
+            Ok(secret) if secret.len() >= 32 => secret,
+            _ => {
+                let secret: Vec<u8> = [uuid::Uuid::new_v4(), uuid::Uuid::new_v4()]
+                    .iter()
+                    .flat_map(|u| u.into_bytes())
+                    .collect();
+                write_private(&secret_path, &secret)?;
+                secret
+            }
+        };
+        Ok(Self {
+            dir,
+            secret,
+            max_bytes: 10 * 1024 * 1024,
+            ttl_seconds: 3600,
+        })
+    }
+
+    fn mac(&self, id: &str, user: &str, exp: i64) -> HmacSha256 {
+        // A key of any length is accepted by HMAC.
+        let mut mac = match HmacSha256::new_from_slice(&self.secret) {
+            Ok(mac) => mac,
+            Err(_) => unreachable!("HMAC takes keys of any length"),
+        };
+        mac.update(id.as_bytes());
+        mac.update(b"\n");
+        mac.update(user.as_bytes());
+        mac.update(b"\n");
+        mac.update(exp.to_string().as_bytes());
+        mac
+    }
+
+    /// A URL for `user`'s attachment `id`, valid until `now + ttl`; returns it
+    /// with its expiry (unix seconds).
+    pub fn sign(&self, base: &str, id: &str, user: &str, now_s: i64) -> (String, i64) {
+        let exp = now_s + self.ttl_seconds;
+        let sig = hex::encode(self.mac(id, user, exp).finalize().into_bytes());
+        (format!("{base}{PATH_PREFIX}{id}?exp={exp}&sig={sig}"), exp)
+    }
+
+    /// The attachment id a URL names, if it is a valid, unexpired URL this
+    /// service signed for `user`. Only the path and query are judged: the
+    /// host may be whatever the client reached us by.
+    pub fn verify_url(&self, url: &str, user: &str, now_s: i64) -> Option<String> {
+        let start = url.find(PATH_PREFIX)? + PATH_PREFIX.len();
+        let rest = &url[start..];
+        let (id, query) = rest.split_once('?')?;
+        let mut exp = None;
+        let mut sig = None;
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some(("exp", v)) => exp = v.parse::<i64>().ok(),
+                Some(("sig", v)) => sig = hex::decode(v).ok(),
+                _ => {}
+            }
+        }
+        self.verify(id, user, exp?, &sig?, now_s)
+            .then(|| id.to_owned())
+    }
+
+    /// Whether `sig` signs `id` for `user` until `exp`, and `exp` is ahead.
+    pub fn verify(&self, id: &str, user: &str, exp: i64, sig: &[u8], now_s: i64) -> bool {
+        is_id(id) && exp > now_s && self.mac(id, user, exp).verify_slice(sig).is_ok()
+    }
+
+    fn path(&self, id: &str) -> Option<PathBuf> {
+        is_id(id).then(|| self.dir.join(id))
+    }
+
+    /// Stores the bytes of a new attachment.
+    pub fn save(&self, id: &str, bytes: &[u8]) -> io::Result<()> {
+        let path = self
+            .path(id)
+            .ok_or_else(|| io::Error::other("bad attachment id"))?;
+        std::fs::write(path, bytes)
+    }
+
+    /// Reads an attachment's bytes.
+    pub fn load(&self, id: &str) -> io::Result<Vec<u8>> {
+        let path = self
+            .path(id)
+            .ok_or_else(|| io::Error::other("bad attachment id"))?;
+        std::fs::read(path)
+    }
+}
+
+/// Ids are UUIDs we mint: never a path.
+fn is_id(id: &str) -> bool {
+    uuid::Uuid::try_parse(id).is_ok()
+}
+
+/// The image type the bytes are, judged by their signature (not by what the
+/// client claims).
+pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(bytes)
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    std::fs::write(path, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Attachments {
+        let dir = std::env::temp_dir().join(format!("agwire-att-{}", uuid::Uuid::new_v4()));
+        Attachments::open(&dir).unwrap()
+    }
+
+    #[test]
+    fn signed_urls_verify_only_untampered_unexpired_and_for_their_user() {
+        let a = store();
+        let id = uuid::Uuid::new_v4().to_string();
+        let (url, exp) = a.sign("http://h", &id, "alice", 1000);
+        assert_eq!(
+            a.verify_url(&url, "alice", 1000).as_deref(),
+            Some(id.as_str())
+        );
+        assert_eq!(
+            a.verify_url(&url.replace("http://h", "https://other"), "alice", 1000)
+                .as_deref(),
+            Some(id.as_str())
+        );
+        assert!(a.verify_url(&url, "bob", 1000).is_none(), "another user's");
+        assert!(a.verify_url(&url, "alice", exp).is_none(), "expired");
+        let tampered_exp = url.replace(&format!("exp={exp}"), &format!("exp={}", exp + 1000));
+        assert!(a.verify_url(&tampered_exp, "alice", 1000).is_none());
+        let mut tampered_sig = url.clone();
+        let last = tampered_sig.pop().unwrap();
+        tampered_sig.push(if last == '0' { '1' } else { '0' });
+        assert!(a.verify_url(&tampered_sig, "alice", 1000).is_none());
+        let other_id = url.replace(&id, &uuid::Uuid::new_v4().to_string());
+        assert!(a.verify_url(&other_id, "alice", 1000).is_none());
+        // Another service's secret signs nothing here.
+        let (foreign, _) = store().sign("http://h", &id, "alice", 1000);
+        assert!(a.verify_url(&foreign, "alice", 1000).is_none());
+    }
+
+    #[test]
+    fn image_types_come_from_the_bytes() {
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\nrest"), Some("image/png"));
+        assert_eq!(sniff(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
+        assert_eq!(sniff(b"GIF89a..."), Some("image/gif"));
+        assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(sniff(b"%PDF-1.7"), None);
+        assert_eq!(sniff(b"<svg"), None);
+    }
+}
