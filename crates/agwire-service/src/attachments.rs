@@ -67,9 +67,8 @@ impl Attachments {
 
     fn mac(&self, id: &str, user: &str, exp: i64) -> HmacSha256 {
         // A key of any length is accepted by HMAC.
-        let mut mac = match HmacSha256::new_from_slice(&self.secret) {
-            Ok(mac) => mac,
-            Err(_) => unreachable!("HMAC takes keys of any length"),
+        let Ok(mut mac) = HmacSha256::new_from_slice(&self.secret) else {
+            unreachable!("HMAC takes keys of any length")
         };
         mac.update(id.as_bytes());
         mac.update(b"\n");
