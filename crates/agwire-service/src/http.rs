@@ -24,13 +24,12 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::attachments::{Attachments, REFERENCE_PREFIX, sniff};
+use crate::auth::Auth;
 use crate::error::Error;
 use crate::hub::Hub;
 use crate::store::Store;
 use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 
-/// Until auth arrives, every request is this one local user's.
-const LOCAL_USER: &str = "local";
 /// Backend tools of the built-in agent (frontend tools may not reuse them).
 const BACKEND_TOOLS: &[&str] = &["get_time", "calendar_write"];
 /// Keep-alive comment period on idle SSE streams.
@@ -46,6 +45,7 @@ pub struct Service {
     shutdown: CancellationToken,
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     attachments: Option<Attachments>,
+    auth: Auth,
 }
 
 impl std::fmt::Debug for Service {
@@ -56,6 +56,35 @@ impl std::fmt::Debug for Service {
 
 fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
+}
+
+/// The authenticated user of a request (401 without a valid token when auth
+/// is on).
+struct User(String);
+
+impl axum::extract::FromRequestParts<Service> for User {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        service: &Service,
+    ) -> Result<Self, Response> {
+        let authorization = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        service
+            .auth
+            .user(authorization, now_ms() / 1000)
+            .map(User)
+            .map_err(|why| {
+                let mut response = detail(StatusCode::UNAUTHORIZED, why);
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                response
+            })
+    }
 }
 
 fn detail(status: StatusCode, message: &str) -> Response {
@@ -85,7 +114,14 @@ impl Service {
             shutdown: CancellationToken::new(),
             running: Arc::default(),
             attachments: None,
+            auth: Auth::none(),
         }
+    }
+
+    /// How requests are authenticated (default: none, one local user).
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
     }
 
     /// Accepts uploads and signs their URLs (without it, no URL passes the
@@ -348,7 +384,7 @@ fn asked_stream(headers: &HeaderMap) -> Option<WireFormat> {
     Some(Negotiator::new().choose(Some(accept)))
 }
 
-async fn post_run(State(service): State<Service>, request: Request) -> Response {
+async fn post_run(State(service): State<Service>, User(user): User, request: Request) -> Response {
     let headers = request.headers().clone();
     // One byte over the limit is enough to know.
     let body = match Limited::new(request.into_body(), MAX_PAYLOAD_BYTES + 1)
@@ -368,7 +404,7 @@ async fn post_run(State(service): State<Service>, request: Request) -> Response 
     let validated = {
         let attachments = service.attachments.as_ref();
         let signed =
-            |url: &str| attachments.is_some_and(|a| a.verify_url(url, LOCAL_USER, now_s).is_some());
+            |url: &str| attachments.is_some_and(|a| a.verify_url(url, &user, now_s).is_some());
         let rules = Rules {
             backend_tools: BACKEND_TOOLS,
             signed_url: &signed,
@@ -385,12 +421,12 @@ async fn post_run(State(service): State<Service>, request: Request) -> Response 
     };
     // Store references, not URLs: a URL expires, the attachment does not.
     if let Some(attachments) = &service.attachments {
-        to_references(&mut run.input, attachments, now_s);
+        to_references(&mut run.input, attachments, &user, now_s);
     }
     let fingerprint = serde_json::to_string(&run.input).unwrap_or_default();
     let accepted = match service
         .store
-        .accept_run(LOCAL_USER, &run, &fingerprint, now_ms())
+        .accept_run(&user, &run, &fingerprint, now_ms())
         .await
     {
         Ok(accepted) => accepted,
@@ -419,8 +455,12 @@ async fn post_run(State(service): State<Service>, request: Request) -> Response 
     response
 }
 
-async fn get_run(State(service): State<Service>, Path(run_id): Path<String>) -> Response {
-    match service.store.run(LOCAL_USER, &run_id).await {
+async fn get_run(
+    State(service): State<Service>,
+    User(user): User,
+    Path(run_id): Path<String>,
+) -> Response {
+    match service.store.run(&user, &run_id).await {
         Ok(Some(run)) => axum::Json(json!({
             "taskId": run.task_id,
             "threadId": run.thread_id,
@@ -438,11 +478,12 @@ async fn get_run(State(service): State<Service>, Path(run_id): Path<String>) -> 
 
 async fn get_events(
     State(service): State<Service>,
+    User(user): User,
     Path(run_id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    let run = match service.store.run(LOCAL_USER, &run_id).await {
+    let run = match service.store.run(&user, &run_id).await {
         Ok(Some(run)) => run,
         Ok(None) => return detail(StatusCode::NOT_FOUND, "run not found"),
         Err(error) => return error.into(),
@@ -468,8 +509,12 @@ async fn get_events(
     service.stream(run.task_id, after, format)
 }
 
-async fn cancel_run(State(service): State<Service>, Path(run_id): Path<String>) -> Response {
-    let run = match service.store.run(LOCAL_USER, &run_id).await {
+async fn cancel_run(
+    State(service): State<Service>,
+    User(user): User,
+    Path(run_id): Path<String>,
+) -> Response {
+    let run = match service.store.run(&user, &run_id).await {
         Ok(Some(run)) => run,
         Ok(None) => return detail(StatusCode::NOT_FOUND, "run not found"),
         Err(error) => return error.into(),
@@ -564,6 +609,7 @@ impl Stream for LogBody {
 
 async fn get_history(
     State(service): State<Service>,
+    User(user): User,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
@@ -579,11 +625,11 @@ async fn get_history(
     };
     let thread = match query.get("threadId") {
         Some(thread) => match service.store.thread_owner(thread).await {
-            Ok(Some(owner)) if owner == LOCAL_USER => Some(thread.clone()),
+            Ok(Some(owner)) if owner == user => Some(thread.clone()),
             Ok(_) => return detail(StatusCode::NOT_FOUND, "thread not found"),
             Err(error) => return error.into(),
         },
-        None => match service.store.latest_thread(LOCAL_USER).await {
+        None => match service.store.latest_thread(&user).await {
             Ok(thread) => thread,
             Err(error) => return error.into(),
         },
@@ -599,7 +645,7 @@ async fn get_history(
         },
         None => Vec::new(),
     };
-    let tz = match service.store.settings(LOCAL_USER).await {
+    let tz = match service.store.settings(&user).await {
         Ok(settings) => settings
             .get("timezone")
             .and_then(Value::as_str)
@@ -609,14 +655,14 @@ async fn get_history(
     };
     let snapshot =
         crate::history::snapshot(thread.as_deref(), &messages, &tz, before, &|reference| {
-            resign(&service, &headers, reference)
+            resign(&service, &headers, &user, reference)
         });
     axum::Json(snapshot).into_response()
 }
 
-async fn get_profile(State(service): State<Service>) -> Response {
-    match service.store.settings(LOCAL_USER).await {
-        Ok(settings) => axum::Json(json!({"id": LOCAL_USER, "settings": settings})).into_response(),
+async fn get_profile(State(service): State<Service>, User(user): User) -> Response {
+    match service.store.settings(&user).await {
+        Ok(settings) => axum::Json(json!({"id": &user, "settings": settings})).into_response(),
         Err(error) => error.into(),
     }
 }
@@ -634,7 +680,7 @@ fn is_locale(tag: &str) -> bool {
             .is_some_and(|l| l.bytes().all(|b| b.is_ascii_alphabetic()))
 }
 
-async fn patch_profile(State(service): State<Service>, body: Bytes) -> Response {
+async fn patch_profile(State(service): State<Service>, User(user): User, body: Bytes) -> Response {
     let Ok(Value::Object(patch)) = serde_json::from_slice::<Value>(&body) else {
         return detail(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -669,7 +715,7 @@ async fn patch_profile(State(service): State<Service>, body: Bytes) -> Response 
             );
         }
     }
-    let mut settings = match service.store.settings(LOCAL_USER).await {
+    let mut settings = match service.store.settings(&user).await {
         Ok(settings) => settings,
         Err(error) => return error.into(),
     };
@@ -681,14 +727,10 @@ async fn patch_profile(State(service): State<Service>, body: Bytes) -> Response 
             settings.insert(key.clone(), value.clone());
         }
     }
-    if let Err(error) = service
-        .store
-        .set_settings(LOCAL_USER, &settings, now_ms())
-        .await
-    {
+    if let Err(error) = service.store.set_settings(&user, &settings, now_ms()).await {
         return error.into();
     }
-    axum::Json(json!({"id": LOCAL_USER, "settings": settings})).into_response()
+    axum::Json(json!({"id": &user, "settings": settings})).into_response()
 }
 
 /// The base URL clients reached us by (for absolute attachment URLs).
@@ -701,14 +743,14 @@ fn base_url(headers: &HeaderMap) -> String {
 }
 
 /// A fresh signed URL for a stored `attachment:{id}` reference.
-fn resign(service: &Service, headers: &HeaderMap, reference: &str) -> String {
+fn resign(service: &Service, headers: &HeaderMap, user: &str, reference: &str) -> String {
     match (
         reference.strip_prefix(REFERENCE_PREFIX),
         &service.attachments,
     ) {
         (Some(id), Some(attachments)) => {
             attachments
-                .sign(&base_url(headers), id, LOCAL_USER, now_ms() / 1000)
+                .sign(&base_url(headers), id, user, now_ms() / 1000)
                 .0
         }
         _ => reference.to_owned(),
@@ -716,19 +758,19 @@ fn resign(service: &Service, headers: &HeaderMap, reference: &str) -> String {
 }
 
 /// Replaces the user message's signed attachment URLs by references.
-fn to_references(input: &mut RunAgentInput, attachments: &Attachments, now_s: i64) {
+fn to_references(input: &mut RunAgentInput, attachments: &Attachments, user: &str, now_s: i64) {
     use agwire_core::{Content, ContentPart, Message, PartSource};
     for message in &mut input.messages {
-        let Message::User(user) = message else {
+        let Message::User(message) = message else {
             continue;
         };
-        let Content::Parts(parts) = &mut user.content else {
+        let Content::Parts(parts) = &mut message.content else {
             continue;
         };
         for part in parts.iter_mut() {
             if let ContentPart::Image(media) = part
                 && let PartSource::Url { value, .. } = &mut media.source
-                && let Some(id) = attachments.verify_url(value, LOCAL_USER, now_s)
+                && let Some(id) = attachments.verify_url(value, user, now_s)
             {
                 *value = format!("{REFERENCE_PREFIX}{id}");
             }
@@ -736,7 +778,11 @@ fn to_references(input: &mut RunAgentInput, attachments: &Attachments, now_s: i6
     }
 }
 
-async fn upload_attachment(State(service): State<Service>, request: Request) -> Response {
+async fn upload_attachment(
+    State(service): State<Service>,
+    User(user): User,
+    request: Request,
+) -> Response {
     let Some(attachments) = service.attachments.clone() else {
         return detail(StatusCode::NOT_FOUND, "attachments are not enabled");
     };
@@ -804,12 +850,12 @@ async fn upload_attachment(State(service): State<Service>, request: Request) -> 
     }
     if let Err(error) = service
         .store
-        .insert_attachment(&id, LOCAL_USER, mime_type, bytes.len(), now_ms())
+        .insert_attachment(&id, &user, mime_type, bytes.len(), now_ms())
         .await
     {
         return error.into();
     }
-    let (url, exp) = attachments.sign(&base_url(&headers), &id, LOCAL_USER, now_ms() / 1000);
+    let (url, exp) = attachments.sign(&base_url(&headers), &id, &user, now_ms() / 1000);
     let expires_at = jiff::Timestamp::from_second(exp)
         .map(|t| t.to_string())
         .unwrap_or_default();

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod attachments;
+pub mod auth;
 mod builtin;
 mod error;
 pub mod history;

@@ -582,3 +582,144 @@ async fn attachments_upload_sign_verify_and_reappear_freshly_signed_in_history()
         PNG
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_auth_every_endpoint_is_per_user() {
+    use agwire_service::auth::{Auth, sign_jwt};
+    let dir = std::env::temp_dir().join(format!("agwire-auth-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = Store::open(&dir.join("agwire.db")).await.unwrap();
+    let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
+    let service = Service::new(store, Arc::new(BuiltinAgent))
+        .with_attachments(attachments)
+        .with_auth(Auth::jwt(b"test-secret".to_vec()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = service.router();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let far = jiff::Timestamp::now().as_second() + 3600;
+    let alice = format!("Bearer {}", sign_jwt(b"test-secret", "alice", far));
+    let bob = format!("Bearer {}", sign_jwt(b"test-secret", "bob", far));
+    let expired = format!("Bearer {}", sign_jwt(b"test-secret", "alice", 1));
+    let forged = format!("Bearer {}", sign_jwt(b"wrong-secret", "alice", far));
+    let client = reqwest::Client::new();
+    let url = |path: &str| format!("http://{addr}{path}");
+
+    // Alice runs something on her thread.
+    let thread = uuid::Uuid::new_v4().to_string();
+    let accepted = client
+        .post(url("/api/v1/agent/runs"))
+        .header("authorization", &alice)
+        .header("content-type", "application/json")
+        .body(body(&thread, "secret-run", "hi").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accepted.status().as_u16(), 202);
+    let upload: Value = client
+        .post(url("/api/v1/agent/attachments"))
+        .header("authorization", &alice)
+        .body(PNG)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let alice_url = upload["url"].as_str().unwrap().to_owned();
+
+    // Without a valid token: 401 everywhere.
+    let endpoints: [(&str, String); 7] = [
+        ("POST", "/api/v1/agent/runs".into()),
+        ("GET", "/api/v1/agent/runs/secret-run".into()),
+        ("GET", "/api/v1/agent/runs/secret-run/events".into()),
+        ("POST", "/api/v1/agent/runs/secret-run/cancel".into()),
+        ("GET", format!("/api/v1/agent/history?threadId={thread}")),
+        ("GET", "/api/v1/me/profile".into()),
+        ("POST", "/api/v1/agent/attachments".into()),
+    ];
+    for token in [None, Some(expired.as_str()), Some(forged.as_str())] {
+        for (method, path) in &endpoints {
+            let mut request = client.request(method.parse().unwrap(), url(path));
+            if let Some(token) = token {
+                request = request.header("authorization", token);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(
+                response.status().as_u16(),
+                401,
+                "{method} {path} with {token:?}"
+            );
+            assert_eq!(response.headers()["www-authenticate"], "Bearer");
+        }
+    }
+    // Bob sees none of Alice's things: 404, never 403 (existence is not revealed).
+    for (method, path) in &endpoints[1..5] {
+        let response = client
+            .request(method.parse().unwrap(), url(path))
+            .header("authorization", &bob)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 404, "bob {method} {path}");
+    }
+    let on_alices_thread = client
+        .post(url("/api/v1/agent/runs"))
+        .header("authorization", &bob)
+        .header("content-type", "application/json")
+        .body(body(&thread, "bob-run", "hi").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(on_alices_thread.status().as_u16(), 404);
+    // Alice's signed URL is not Bob's to attach.
+    let bob_thread = uuid::Uuid::new_v4().to_string();
+    let stolen = with(
+        body(&bob_thread, "bob-run-2", "x"),
+        "/messages/0/content",
+        json!([{"type": "binary", "mimeType": "image/png", "url": alice_url}]),
+    );
+    let response = client
+        .post(url("/api/v1/agent/runs"))
+        .header("authorization", &bob)
+        .header("content-type", "application/json")
+        .body(stolen.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 422);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["detail"],
+        "binary content url is not a valid signed URL"
+    );
+    // Bob's own history is empty; Alice's shows her run.
+    let bobs: Value = client
+        .get(url("/api/v1/agent/history"))
+        .header("authorization", &bob)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(bobs["threadId"], Value::Null);
+    let alices = client
+        .get(url("/api/v1/agent/runs/secret-run"))
+        .header("authorization", &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(alices.status().as_u16(), 200);
+    // The signed URL itself needs no token: the signature is the credential.
+    assert_eq!(
+        client
+            .get(&alice_url)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+}

@@ -18,6 +18,10 @@ pub(crate) struct ServeArgs {
     /// Where the database (and later attachments) live.
     #[arg(long, env = "AGWIRE_DATA_DIR", default_value = "./agwire-data")]
     data_dir: PathBuf,
+    /// HS256 secret of the bearer tokens (JWT, `sub` = user id, `exp`
+    /// required) every request must carry; without it there is one local user.
+    #[arg(long, env = "AGWIRE_JWT_SECRET", hide_env_values = true)]
+    jwt_secret: Option<String>,
     /// Allow a non-loopback address although authentication is not configured.
     #[arg(long)]
     insecure_no_auth: bool,
@@ -27,9 +31,9 @@ pub(crate) struct ServeArgs {
 }
 
 pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
-    if !args.addr.ip().is_loopback() && !args.insecure_no_auth {
+    if !args.addr.ip().is_loopback() && !args.insecure_no_auth && args.jwt_secret.is_none() {
         return Err(format!(
-            "refusing to listen on {} without authentication: use a loopback address, or pass --insecure-no-auth",
+            "refusing to listen on {} without authentication: use a loopback address, set --jwt-secret, or pass --insecure-no-auth",
             args.addr
         ));
     }
@@ -41,7 +45,13 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", db.display()))?;
     let attachments = agwire_service::attachments::Attachments::open(&args.data_dir)
         .map_err(|e| format!("attachments in {}: {e}", args.data_dir.display()))?;
-    let service = Service::new(store, Arc::new(BuiltinAgent)).with_attachments(attachments);
+    let auth = match &args.jwt_secret {
+        Some(secret) => agwire_service::auth::Auth::jwt(secret.as_bytes().to_vec()),
+        None => agwire_service::auth::Auth::none(),
+    };
+    let service = Service::new(store, Arc::new(BuiltinAgent))
+        .with_attachments(attachments)
+        .with_auth(auth);
     service.recover().await.map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
