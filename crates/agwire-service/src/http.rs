@@ -208,41 +208,45 @@ impl Service {
             let mut finished = false;
             // What the run says, folded into the thread's messages at its end.
             let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
-            while let Some(event) = rx.recv().await {
-                output.apply(&event);
-                let ended = match &event {
-                    Event::RunFinished(e) => Some(match e.outcome {
+            // Events that are ready together are appended in one transaction.
+            let mut batch: Vec<Event> = Vec::with_capacity(64);
+            'run: while rx.recv_many(&mut batch, 64).await > 0 {
+                let mut events = std::mem::take(&mut batch);
+                let terminal = events.iter().position(is_terminal);
+                let rest = terminal.map(|i| events.split_off(i)).unwrap_or_default();
+                for event in &events {
+                    output.apply(event);
+                }
+                if !events.is_empty() && !append_and_publish(&service, &task_id, events).await {
+                    break 'run;
+                }
+                let Some(end) = rest.into_iter().next() else {
+                    continue;
+                };
+                status = match &end {
+                    Event::RunFinished(e) => match e.outcome {
                         Some(RunFinishedOutcome::Interrupt { .. }) => "interrupted",
                         Some(RunFinishedOutcome::Cancelled) => "cancelled",
                         _ => "succeeded",
-                    }),
-                    Event::RunError(_) => Some("failed"),
-                    _ => None,
+                    },
+                    _ => "failed",
                 };
-                if let Some(s) = ended {
-                    // Before the terminal event is visible, the turn is in the
-                    // thread and the status final: a client that saw the end
-                    // can read history and status at once.
-                    status = s;
-                    finished = true;
-                    store_output(
-                        store,
-                        &thread_id,
-                        &run_id,
-                        std::mem::take(&mut output.messages),
-                    )
-                    .await;
-                    if let Err(error) = store.set_status(&task_id, status, now_ms()).await {
-                        tracing::error!(%error, "could not finish run");
-                    }
+                finished = true;
+                // Before the terminal event is visible, the turn is in the
+                // thread and the status final: a client that saw the end can
+                // read history and status at once.
+                store_output(
+                    store,
+                    &thread_id,
+                    &run_id,
+                    std::mem::take(&mut output.messages),
+                )
+                .await;
+                if let Err(error) = store.set_status(&task_id, status, now_ms()).await {
+                    tracing::error!(%error, "could not finish run");
                 }
-                // In the log first; only then anyone sees it.
-                match store.append_event(&task_id, &event).await {
-                    Ok(seq) => service.hub.publish(&task_id, seq, event),
-                    Err(error) => {
-                        tracing::error!(%error, "could not append an event; the run fails");
-                        break;
-                    }
+                if !append_and_publish(&service, &task_id, vec![end]).await {
+                    break 'run;
                 }
             }
             drop(rx);
@@ -280,6 +284,23 @@ impl Service {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
         response
+    }
+}
+
+/// Appends events to the log, then (only then) publishes them. False when
+/// the log could not take them: the run then fails.
+async fn append_and_publish(service: &Service, task_id: &str, events: Vec<Event>) -> bool {
+    match service.store.append_events(task_id, &events).await {
+        Ok(first) => {
+            for (i, event) in events.into_iter().enumerate() {
+                service.hub.publish(task_id, first + i as u64, event);
+            }
+            true
+        }
+        Err(error) => {
+            tracing::error!(%error, "could not append events; the run fails");
+            false
+        }
     }
 }
 

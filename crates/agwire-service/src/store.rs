@@ -274,6 +274,27 @@ impl Store {
         Ok(u64::try_from(seq).unwrap_or(0))
     }
 
+    /// Appends several events in one transaction (one commit for a burst, not
+    /// one per event); returns the sequence number of the first.
+    pub async fn append_events(&self, task_id: &str, events: &[Event]) -> Result<u64, Error> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let last: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE task_id = ?")
+                .bind(task_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        for (i, event) in events.iter().enumerate() {
+            sqlx::query("INSERT INTO run_events (task_id, seq, event) VALUES (?, ?, ?)")
+                .bind(task_id)
+                .bind(last + 1 + i64::try_from(i).unwrap_or(i64::MAX))
+                .bind(event.to_json())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(u64::try_from(last + 1).unwrap_or(0))
+    }
+
     /// The run's events after sequence number `after`, in order.
     pub async fn events_after(
         &self,

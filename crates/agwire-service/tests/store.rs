@@ -201,3 +201,51 @@ async fn final_states_are_never_overwritten_and_data_survives_reopening() {
         .unwrap();
     assert!(again.replayed);
 }
+
+#[tokio::test]
+async fn batches_continue_the_numbering() {
+    let store = Store::open(&temp_db()).await.unwrap();
+    let accepted = store
+        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", 1)
+        .await
+        .unwrap();
+    let event = |i: usize| {
+        Event::TextMessageContent(TextMessageContentEvent {
+            message_id: "m".into(),
+            delta: format!("{i}"),
+            subagent_run_id: None,
+            base: BaseEvent::default(),
+        })
+    };
+    assert_eq!(
+        store
+            .append_event(&accepted.task_id, &event(0))
+            .await
+            .unwrap(),
+        1
+    );
+    let batch: Vec<Event> = (1..5).map(event).collect();
+    assert_eq!(
+        store
+            .append_events(&accepted.task_id, &batch)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .append_event(&accepted.task_id, &event(5))
+            .await
+            .unwrap(),
+        6
+    );
+    let all = store.events_after(&accepted.task_id, 0).await.unwrap();
+    assert_eq!(
+        all.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 6]
+    );
+    assert_eq!(
+        all.into_iter().map(|(_, e)| e).collect::<Vec<_>>(),
+        (0..6).map(event).collect::<Vec<_>>()
+    );
+}
