@@ -344,13 +344,18 @@ async fn follow(
 ) {
     let mut live = hub.subscribe(&task_id);
     let mut last = after;
-    let backfill = |last: u64| {
-        let store = store.clone();
-        let task_id = task_id.clone();
-        async move { store.events_after(&task_id, last).await }
+    // Sends one event; false when the stream is over (terminal event sent,
+    // or the client gone).
+    let forward = |seq: u64, event: Event, last: &mut u64| {
+        let tx = tx.clone();
+        *last = seq;
+        async move {
+            let terminal = is_terminal(&event);
+            tx.send((seq, event)).await.is_ok() && !terminal
+        }
     };
     loop {
-        let events = match backfill(last).await {
+        let events = match store.events_after(&task_id, last).await {
             Ok(events) => events,
             Err(error) => {
                 tracing::error!(%error, "could not read a run's log");
@@ -358,12 +363,7 @@ async fn follow(
             }
         };
         for (seq, event) in events {
-            let terminal = is_terminal(&event);
-            if tx.send((seq, event)).await.is_err() {
-                return;
-            }
-            last = seq;
-            if terminal {
+            if !forward(seq, event, &mut last).await {
                 return;
             }
         }
@@ -374,12 +374,7 @@ async fn follow(
         loop {
             match receiver.recv().await {
                 Ok((seq, event)) if seq > last => {
-                    let terminal = is_terminal(&event);
-                    if tx.send((seq, event)).await.is_err() {
-                        return;
-                    }
-                    last = seq;
-                    if terminal {
+                    if !forward(seq, event, &mut last).await {
                         return;
                     }
                 }
