@@ -15,12 +15,16 @@ pub const LOCAL_USER: &str = "local";
 #[derive(Clone, Default)]
 pub struct Auth {
     secret: Option<Vec<u8>>,
+    audience: Option<String>,
+    issuer: Option<String>,
 }
 
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auth")
             .field("jwt", &self.secret.is_some())
+            .field("audience", &self.audience)
+            .field("issuer", &self.issuer)
             .finish()
     }
 }
@@ -28,14 +32,28 @@ impl std::fmt::Debug for Auth {
 impl Auth {
     /// No authentication: every request is [`LOCAL_USER`]'s.
     pub fn none() -> Self {
-        Self { secret: None }
+        Self::default()
     }
 
     /// HS256 JWTs signed with `secret`.
     pub fn jwt(secret: impl Into<Vec<u8>>) -> Self {
         Self {
             secret: Some(secret.into()),
+            ..Self::default()
         }
+    }
+
+    /// Tokens must name `audience` in `aud` (a string or an array of them;
+    /// Supabase issues `"authenticated"`).
+    pub fn with_audience(mut self, audience: impl Into<String>) -> Self {
+        self.audience = Some(audience.into());
+        self
+    }
+
+    /// Tokens must carry exactly this `iss`.
+    pub fn with_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
     }
 
     /// Whether tokens are required.
@@ -87,6 +105,28 @@ impl Auth {
         if exp <= now_s {
             return Err("token expired");
         }
+        if claims
+            .get("nbf")
+            .and_then(Value::as_i64)
+            .is_some_and(|nbf| nbf > now_s)
+        {
+            return Err("token not yet valid");
+        }
+        if let Some(audience) = &self.audience {
+            let named = match claims.get("aud") {
+                Some(Value::String(aud)) => aud == audience,
+                Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(audience)),
+                _ => false,
+            };
+            if !named {
+                return Err("token audience not accepted");
+            }
+        }
+        if let Some(issuer) = &self.issuer
+            && claims.get("iss").and_then(Value::as_str) != Some(issuer.as_str())
+        {
+            return Err("token issuer not accepted");
+        }
         match claims.get("sub").and_then(Value::as_str) {
             Some(sub) if !sub.is_empty() => Ok(sub.to_owned()),
             _ => Err("token has no sub"),
@@ -96,8 +136,13 @@ impl Auth {
 
 /// An HS256 token for `sub` expiring at `exp` (tests and tooling).
 pub fn sign_jwt(secret: &[u8], sub: &str, exp: i64) -> String {
+    sign_claims(secret, &serde_json::json!({"sub": sub, "exp": exp}))
+}
+
+/// An HS256 token carrying `claims` (tests and tooling).
+pub fn sign_claims(secret: &[u8], claims: &Value) -> String {
     let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
-    let payload = URL_SAFE_NO_PAD.encode(serde_json::json!({"sub": sub, "exp": exp}).to_string());
+    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
     let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
         unreachable!("HMAC takes keys of any length")
     };
@@ -146,5 +191,50 @@ mod tests {
             Err("invalid token signature")
         );
         assert_eq!(Auth::none().user(None, 0), Ok(LOCAL_USER.into()));
+    }
+
+    #[test]
+    fn audience_issuer_and_not_before_are_enforced_when_configured() {
+        let supabase = serde_json::json!({
+            "sub": "alice", "exp": 2000, "aud": "authenticated",
+            "iss": "https://x.supabase.co/auth/v1", "role": "authenticated"
+        });
+        let bearer = |claims: &Value| format!("Bearer {}", sign_claims(b"k", claims));
+        let auth = Auth::jwt(b"k".to_vec())
+            .with_audience("authenticated")
+            .with_issuer("https://x.supabase.co/auth/v1");
+        assert_eq!(auth.user(Some(&bearer(&supabase)), 1000), Ok("alice".into()));
+        let mut listed = supabase.clone();
+        listed["aud"] = serde_json::json!(["other", "authenticated"]);
+        assert_eq!(auth.user(Some(&bearer(&listed)), 1000), Ok("alice".into()));
+        let mut wrong_aud = supabase.clone();
+        wrong_aud["aud"] = "anon".into();
+        assert_eq!(
+            auth.user(Some(&bearer(&wrong_aud)), 1000),
+            Err("token audience not accepted")
+        );
+        let mut no_aud = supabase.clone();
+        no_aud.as_object_mut().unwrap().remove("aud");
+        assert_eq!(
+            auth.user(Some(&bearer(&no_aud)), 1000),
+            Err("token audience not accepted")
+        );
+        let mut wrong_iss = supabase.clone();
+        wrong_iss["iss"] = "https://evil.example".into();
+        assert_eq!(
+            auth.user(Some(&bearer(&wrong_iss)), 1000),
+            Err("token issuer not accepted")
+        );
+        let mut early = supabase.clone();
+        early["nbf"] = 1500.into();
+        assert_eq!(
+            auth.user(Some(&bearer(&early)), 1000),
+            Err("token not yet valid")
+        );
+        // Without the checks configured, the same claims pass.
+        assert_eq!(
+            Auth::jwt(b"k".to_vec()).user(Some(&bearer(&wrong_aud)), 1000),
+            Ok("alice".into())
+        );
     }
 }

@@ -8,7 +8,17 @@ use serde_json::json;
 
 /// The built-in agent.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct BuiltinAgent;
+pub struct BuiltinAgent {
+    token_delay: std::time::Duration,
+}
+
+impl BuiltinAgent {
+    /// Pauses `delay` before each streamed word (demos, and runs that must
+    /// stay in flight long enough to be cancelled or crashed).
+    pub fn with_token_delay(delay: std::time::Duration) -> Self {
+        Self { token_delay: delay }
+    }
+}
 
 impl Agent for BuiltinAgent {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -32,7 +42,20 @@ impl Agent for BuiltinAgent {
         }
         let reply = format!("You said: {text}");
         let words: Vec<&str> = reply.split_inclusive(' ').collect();
-        ctx.say_streamed(words).await?;
+        if self.token_delay.is_zero() {
+            ctx.say_streamed(words).await?;
+        } else {
+            let id = ctx.start_text().await?;
+            for word in words {
+                tokio::select! {
+                    () = tokio::time::sleep(self.token_delay) => {}
+                    () = ctx.cancelled() => {}
+                }
+                // Fails once cancelled: the run then ends as cancelled.
+                ctx.text(&id, word).await?;
+            }
+            ctx.end_text(&id).await?;
+        }
         ctx.finish_step("worker").await?;
         Ok(())
     }

@@ -19,7 +19,13 @@ pub enum Error {
     /// The request clashes with an earlier one (409).
     #[error("{0}")]
     Conflict(String),
+    /// The configuration is invalid.
+    #[error("configuration: {0}")]
+    Config(String),
     /// The thread already has an active run (409).
     #[error("{0}")]
     Busy(String),
+    /// The service is shutting down (503).
+    #[error("{0}")]
+    Unavailable(String),
 }

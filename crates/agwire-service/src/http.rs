@@ -25,9 +25,11 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::attachments::{Attachments, REFERENCE_PREFIX, sniff};
 use crate::auth::Auth;
+use crate::config::{BusyThread, Config};
 use crate::error::Error;
 use crate::hub::Hub;
-use crate::store::Store;
+use crate::metrics::Metrics;
+use crate::store::{Admission, Ending, Store};
 use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 
 /// Backend tools of the built-in agent (frontend tools may not reuse them).
@@ -46,6 +48,33 @@ pub struct Service {
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     attachments: Option<Attachments>,
     auth: Auth,
+    options: Options,
+    metrics: Arc<Metrics>,
+    /// Runs executing on this process now (queued ones are not).
+    executing: Arc<std::sync::atomic::AtomicUsize>,
+    /// Shutting down: no new runs.
+    draining: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// The settings the HTTP layer reads on every request.
+#[derive(Debug, Clone)]
+struct Options {
+    busy_thread: BusyThread,
+    agui_max_payload_bytes: usize,
+    public_url: Option<String>,
+    metrics_public: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let config = Config::default();
+        Self {
+            busy_thread: config.runs.busy_thread,
+            agui_max_payload_bytes: config.runs.agui_max_payload_bytes,
+            public_url: config.public_url,
+            metrics_public: config.metrics.public,
+        }
+    }
 }
 
 impl std::fmt::Debug for Service {
@@ -96,6 +125,7 @@ impl From<Error> for Response {
         match &error {
             Error::NotFound(m) => detail(StatusCode::NOT_FOUND, m),
             Error::Conflict(m) | Error::Busy(m) => detail(StatusCode::CONFLICT, m),
+            Error::Unavailable(m) => detail(StatusCode::SERVICE_UNAVAILABLE, m),
             _ => {
                 tracing::error!(%error, "internal error");
                 detail(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
@@ -115,7 +145,26 @@ impl Service {
             running: Arc::default(),
             attachments: None,
             auth: Auth::none(),
+            options: Options::default(),
+            metrics: Arc::default(),
+            executing: Arc::default(),
+            draining: Arc::default(),
         }
+    }
+
+    /// Applies the HTTP-level settings of `config` (busy-thread policy,
+    /// `/api/v1/agui` body limit, public URL, `/metrics` access).
+    pub fn with_config(mut self, config: &Config) -> Self {
+        self.options = Options {
+            busy_thread: config.runs.busy_thread,
+            agui_max_payload_bytes: config.runs.agui_max_payload_bytes,
+            public_url: config
+                .public_url
+                .as_ref()
+                .map(|u| u.trim_end_matches('/').to_owned()),
+            metrics_public: config.metrics.public,
+        };
+        self
     }
 
     /// How requests are authenticated (default: none, one local user).
@@ -134,6 +183,7 @@ impl Service {
     /// Restart safety: runs a crash left `running` end as failed with a
     /// `RUN_ERROR` (code `server_restart`) in their log; queued runs start.
     pub async fn recover(&self) -> Result<(), Error> {
+        let mut threads = Vec::new();
         for run in self.store.active_runs().await? {
             if run.status == "running" {
                 let error = Event::RunError(RunErrorEvent {
@@ -142,18 +192,28 @@ impl Service {
                     usage: None,
                     base: BaseEvent::default(),
                 });
-                self.store.append_event(&run.task_id, &error).await?;
-                self.store
-                    .set_status(&run.task_id, "failed", now_ms())
-                    .await?;
+                let why = json!({"message": "the server restarted while the run was in progress", "code": "server_restart"});
+                let ending = Ending {
+                    status: "failed",
+                    error: Some(&why),
+                    usage: None,
+                    terminal: &error,
+                    output: &[],
+                };
+                self.store.end_run(&run.task_id, &ending, now_ms()).await?;
                 tracing::warn!(
                     run_id = run.run_id,
                     "run interrupted by a restart, marked failed"
                 );
             } else {
-                let input: RunAgentInput = serde_json::from_str(&run.input)?;
-                self.start_run(run.task_id, input);
+                self.admit(&run.task_id);
+                if !threads.contains(&run.thread_id) {
+                    threads.push(run.thread_id);
+                }
             }
+        }
+        for thread in threads {
+            self.start_next(&thread).await;
         }
         Ok(())
     }
@@ -163,9 +223,34 @@ impl Service {
         self.shutdown.cancel();
     }
 
-    /// Runs in progress on this process.
+    /// Runs executing on this process now.
     pub fn running(&self) -> usize {
-        self.running.lock().map_or(0, |r| r.len())
+        self.executing.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Shutdown: new runs are refused (503); running ones get `grace` to
+    /// finish, then are cancelled (they end as `cancelled`); queued ones stay
+    /// queued for the next start; open streams end so connections close.
+    pub async fn drain(&self, grace: Duration) {
+        use std::sync::atomic::Ordering;
+        self.draining.store(true, Ordering::SeqCst);
+        let wait = |limit: Duration| async move {
+            let deadline = tokio::time::Instant::now() + limit;
+            while self.running() > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        wait(grace).await;
+        if self.running() > 0 {
+            tracing::info!(
+                runs = self.running(),
+                "grace period over: cancelling the running runs"
+            );
+            self.cancel_all();
+            // Cancelled runs only need to write their end.
+            wait(Duration::from_secs(5)).await;
+        }
+        self.hub.close_all();
     }
 
     /// The API routes.
@@ -175,6 +260,9 @@ impl Service {
                 "/healthz",
                 get(|| async { axum::Json(json!({"status": "ok"})) }),
             )
+            .route("/metrics", get(get_metrics))
+            .route("/openapi.json", get(get_openapi))
+            .route("/api/v1/agui", post(post_agui))
             .route("/api/v1/agent/runs", post(post_run))
             .route("/api/v1/agent/runs/{run_id}", get(get_run))
             .route("/api/v1/agent/runs/{run_id}/events", get(get_events))
@@ -186,82 +274,234 @@ impl Service {
             .with_state(self.clone())
     }
 
-    fn start_run(&self, task_id: String, input: RunAgentInput) {
-        // Live before the 202 leaves: a stream opened right after it follows it.
-        self.hub.open(&task_id);
+    /// Makes an accepted run live before its answer leaves: streams opened
+    /// right after the 202 follow it, and a cancel finds its token.
+    fn admit(&self, task_id: &str) -> CancellationToken {
+        self.hub.open(task_id);
         let cancel = self.shutdown.child_token();
         if let Ok(mut running) = self.running.lock() {
-            running.insert(task_id.clone(), cancel.clone());
+            running.insert(task_id.to_owned(), cancel.clone());
         }
+        cancel
+    }
+
+    /// The run left this process (ended, or never to start here).
+    fn release(&self, task_id: &str) {
+        self.hub.close(task_id);
+        if let Ok(mut running) = self.running.lock() {
+            running.remove(task_id);
+        }
+    }
+
+    /// Starts the oldest queued run of `thread` if it has none running.
+    async fn start_next(&self, thread: &str) {
+        match self.store.next_queued(thread).await {
+            Ok(Some(run)) => match serde_json::from_str::<RunAgentInput>(&run.input) {
+                Ok(input) => self.start_run(run.task_id, input),
+                Err(error) => tracing::error!(%error, "a queued run's input is unreadable"),
+            },
+            Ok(None) => {}
+            Err(error) => tracing::error!(%error, "could not read the thread's queue"),
+        }
+    }
+
+    fn start_run(&self, task_id: String, input: RunAgentInput) {
+        let cancel = self
+            .running
+            .lock()
+            .ok()
+            .and_then(|r| r.get(&task_id).cloned())
+            .unwrap_or_else(|| self.admit(&task_id));
         let service = self.clone();
         tokio::spawn(async move {
-            let store = &service.store;
-            if let Err(error) = store.set_status(&task_id, "running", now_ms()).await {
-                tracing::error!(%error, "could not start run");
+            let thread_id = input.thread_id.clone();
+            match service.store.claim(&task_id, now_ms()).await {
+                Ok(true) => {
+                    use std::sync::atomic::Ordering;
+                    service.executing.fetch_add(1, Ordering::SeqCst);
+                    service.execute(&task_id, input, cancel).await;
+                    service.executing.fetch_sub(1, Ordering::SeqCst);
+                }
+                // A cancel got there first (it wrote the run's end), or the
+                // run is already another worker's.
+                Ok(false) => {}
+                Err(error) => tracing::error!(%error, "could not start run"),
             }
-            let (thread_id, run_id) = (input.thread_id.clone(), input.run_id.clone());
-            let (tx, mut rx) = mpsc::channel(64);
-            let agent = service.agent.clone();
-            let producer =
-                tokio::spawn(async move { run_detached(&*agent, input, tx, cancel).await });
-            let mut status = "failed";
-            let mut finished = false;
-            // What the run says, folded into the thread's messages at its end.
-            let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
-            // Events that are ready together are appended in one transaction.
-            let mut batch: Vec<Event> = Vec::with_capacity(64);
-            'run: while rx.recv_many(&mut batch, 64).await > 0 {
-                let mut events = std::mem::take(&mut batch);
-                let terminal = events.iter().position(is_terminal);
-                let rest = terminal.map(|i| events.split_off(i)).unwrap_or_default();
-                for event in &events {
-                    output.apply(event);
-                }
-                if !events.is_empty() && !append_and_publish(&service, &task_id, events).await {
-                    break 'run;
-                }
-                let Some(end) = rest.into_iter().next() else {
-                    continue;
-                };
-                status = match &end {
-                    Event::RunFinished(e) => match e.outcome {
-                        Some(RunFinishedOutcome::Interrupt { .. }) => "interrupted",
-                        Some(RunFinishedOutcome::Cancelled) => "cancelled",
-                        _ => "succeeded",
-                    },
-                    _ => "failed",
-                };
-                finished = true;
-                // Before the terminal event is visible, the turn is in the
-                // thread and the status final: a client that saw the end can
-                // read history and status at once.
-                store_output(
-                    store,
-                    &thread_id,
-                    &run_id,
-                    std::mem::take(&mut output.messages),
-                )
-                .await;
-                if let Err(error) = store.set_status(&task_id, status, now_ms()).await {
-                    tracing::error!(%error, "could not finish run");
-                }
-                if !append_and_publish(&service, &task_id, vec![end]).await {
-                    break 'run;
-                }
-            }
-            drop(rx);
-            let _ = producer.await;
-            if !finished {
-                store_output(store, &thread_id, &run_id, output.messages).await;
-                if let Err(error) = store.set_status(&task_id, status, now_ms()).await {
-                    tracing::error!(%error, "could not finish run");
-                }
-            }
-            service.hub.close(&task_id);
-            if let Ok(mut running) = service.running.lock() {
-                running.remove(&task_id);
+            service.release(&task_id);
+            let draining = service.draining.load(std::sync::atomic::Ordering::SeqCst);
+            if service.options.busy_thread == BusyThread::Enqueue && !draining {
+                service.start_next(&thread_id).await;
             }
         });
+    }
+
+    /// Runs the agent, appending its events to the log as they come and
+    /// ending the run (status, output, terminal event) in one transaction.
+    async fn execute(&self, task_id: &str, input: RunAgentInput, cancel: CancellationToken) {
+        let (tx, mut rx) = mpsc::channel(64);
+        let agent = self.agent.clone();
+        let producer = tokio::spawn(async move { run_detached(&*agent, input, tx, cancel).await });
+        // What the run says, folded into the thread's messages at its end.
+        let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
+        // Events that are ready together are appended in one transaction.
+        let mut batch: Vec<Event> = Vec::with_capacity(64);
+        let mut ended = false;
+        'run: while rx.recv_many(&mut batch, 64).await > 0 {
+            let mut events = std::mem::take(&mut batch);
+            let terminal = events.iter().position(is_terminal);
+            let rest = terminal.map(|i| events.split_off(i)).unwrap_or_default();
+            for event in &events {
+                output.apply(event);
+            }
+            if !events.is_empty() && !self.append_and_publish(task_id, events).await {
+                break 'run;
+            }
+            if let Some(end) = rest.into_iter().next() {
+                ended = self.end(task_id, &end, &output.messages).await;
+                break 'run;
+            }
+        }
+        drop(rx);
+        let _ = producer.await;
+        if !ended {
+            // The log refused events, or the agent vanished without an end:
+            // the run still ends, with what it said so far.
+            let failure = Event::RunError(RunErrorEvent {
+                message: "the run could not be recorded".into(),
+                code: Some("internal".into()),
+                usage: None,
+                base: BaseEvent::default(),
+            });
+            self.end(task_id, &failure, &output.messages).await;
+        }
+    }
+
+    /// Writes a run's end; true when this call ended it.
+    async fn end(&self, task_id: &str, terminal: &Event, said: &[agwire_core::Message]) -> bool {
+        let (status, error, usage) = match terminal {
+            Event::RunFinished(e) => (
+                match e.outcome {
+                    Some(RunFinishedOutcome::Interrupt { .. }) => "interrupted",
+                    Some(RunFinishedOutcome::Cancelled) => "cancelled",
+                    _ => "succeeded",
+                },
+                None,
+                e.usage.as_ref(),
+            ),
+            Event::RunError(e) => (
+                "failed",
+                Some(json!({"message": e.message, "code": e.code})),
+                e.usage.as_ref(),
+            ),
+            _ => return false,
+        };
+        let usage = usage.and_then(|u| serde_json::to_value(u).ok());
+        // Tool messages too: the runtime needs them; history never shows them.
+        let output: Vec<agwire_core::Message> = said
+            .iter()
+            .filter(|m| {
+                matches!(
+                    m,
+                    agwire_core::Message::Assistant(_) | agwire_core::Message::Tool(_)
+                )
+            })
+            .cloned()
+            .collect();
+        let ending = Ending {
+            status,
+            error: error.as_ref(),
+            usage: usage.as_ref(),
+            terminal,
+            output: &output,
+        };
+        let started = std::time::Instant::now();
+        match self.store.end_run(task_id, &ending, now_ms()).await {
+            Ok(Some(seq)) => {
+                self.metrics.appended(1, started.elapsed());
+                self.hub.publish(task_id, seq, terminal.clone());
+                true
+            }
+            Ok(None) => false,
+            Err(error) => {
+                tracing::error!(%error, "could not end run");
+                false
+            }
+        }
+    }
+
+    /// Appends events to the log, then (only then) publishes them. False
+    /// when the log could not take them: the run then fails.
+    async fn append_and_publish(&self, task_id: &str, events: Vec<Event>) -> bool {
+        let started = std::time::Instant::now();
+        match self.store.append_events(task_id, &events).await {
+            Ok(first) => {
+                self.metrics.appended(events.len(), started.elapsed());
+                for (i, event) in events.into_iter().enumerate() {
+                    self.hub.publish(task_id, first + i as u64, event);
+                }
+                true
+            }
+            Err(error) => {
+                tracing::error!(%error, "could not append events; the run fails");
+                false
+            }
+        }
+    }
+
+    /// Ends a run that has not started as cancelled, if it still has not
+    /// (false when a worker took it first). Its log gets `RUN_STARTED` then
+    /// `RUN_FINISHED` with outcome `cancelled`, so it is still a valid run.
+    async fn cancel_unstarted(&self, task_id: &str, input: &RunAgentInput) -> Result<bool, Error> {
+        let ids = json!({"threadId": input.thread_id, "runId": input.run_id});
+        let mut started = ids.clone();
+        started["type"] = "RUN_STARTED".into();
+        let mut finished = ids;
+        finished["type"] = "RUN_FINISHED".into();
+        finished["outcome"] = json!({"type": "cancelled"});
+        let events = [
+            Event::from_json(&started.to_string())?.value,
+            Event::from_json(&finished.to_string())?.value,
+        ];
+        let Some(first) = self
+            .store
+            .cancel_queued(task_id, &events, now_ms())
+            .await?
+        else {
+            return Ok(false);
+        };
+        for (i, event) in events.into_iter().enumerate() {
+            self.hub.publish(task_id, first + i as u64, event);
+        }
+        Ok(true)
+    }
+
+    /// Stores an accepted run and starts it (or queues it behind the
+    /// thread's active run).
+    async fn accept(
+        &self,
+        user: &str,
+        input: RunAgentInput,
+        admission: Admission,
+    ) -> Result<crate::store::Accepted, Error> {
+        if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::Unavailable(
+                "the server is shutting down; retry shortly".into(),
+            ));
+        }
+        let fingerprint = serde_json::to_string(&input)?;
+        let accepted = self
+            .store
+            .accept_run(user, &input, &fingerprint, admission, now_ms())
+            .await?;
+        if !accepted.replayed {
+            self.metrics.run_accepted();
+            if accepted.waiting {
+                self.admit(&accepted.task_id);
+            } else {
+                self.start_run(accepted.task_id.clone(), input);
+            }
+        }
+        Ok(accepted)
     }
 
     /// The run's events after `after`, then live ones, until its terminal event.
@@ -274,7 +514,7 @@ impl Service {
             after,
             tx,
         ));
-        let body = LogBody::new(rx, format);
+        let body = LogBody::new(rx, format, Metrics::stream_opened(&self.metrics));
         let mut response = Response::new(Body::from_stream(body));
         let headers = response.headers_mut();
         headers.insert(
@@ -284,48 +524,6 @@ impl Service {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
         response
-    }
-}
-
-/// Appends events to the log, then (only then) publishes them. False when
-/// the log could not take them: the run then fails.
-async fn append_and_publish(service: &Service, task_id: &str, events: Vec<Event>) -> bool {
-    match service.store.append_events(task_id, &events).await {
-        Ok(first) => {
-            for (i, event) in events.into_iter().enumerate() {
-                service.hub.publish(task_id, first + i as u64, event);
-            }
-            true
-        }
-        Err(error) => {
-            tracing::error!(%error, "could not append events; the run fails");
-            false
-        }
-    }
-}
-
-/// Adds the assistant's turn to the thread (tool messages too: the runtime
-/// needs them; history never shows them).
-async fn store_output(
-    store: &Store,
-    thread_id: &str,
-    run_id: &str,
-    messages: Vec<agwire_core::Message>,
-) {
-    let produced: Vec<agwire_core::Message> = messages
-        .into_iter()
-        .filter(|m| {
-            matches!(
-                m,
-                agwire_core::Message::Assistant(_) | agwire_core::Message::Tool(_)
-            )
-        })
-        .collect();
-    if let Err(error) = store
-        .append_run_output(thread_id, run_id, &produced, now_ms())
-        .await
-    {
-        tracing::error!(%error, "could not store the run's messages");
     }
 }
 
@@ -439,18 +637,14 @@ async fn post_run(State(service): State<Service>, User(user): User, request: Req
     if let Some(attachments) = &service.attachments {
         to_references(&mut run.input, attachments, &user, now_s);
     }
-    let fingerprint = serde_json::to_string(&run.input).unwrap_or_default();
-    let accepted = match service
-        .store
-        .accept_run(&user, &run, &fingerprint, now_ms())
-        .await
-    {
+    let admission = Admission {
+        enqueue: service.options.busy_thread == BusyThread::Enqueue,
+        whole_history: false,
+    };
+    let accepted = match service.accept(&user, run.input, admission).await {
         Ok(accepted) => accepted,
         Err(error) => return error.into(),
     };
-    if !accepted.replayed {
-        service.start_run(accepted.task_id.clone(), run.input);
-    }
     if let Some(format) = asked_stream(&headers) {
         return service.stream(accepted.task_id, 0, format);
     }
@@ -485,6 +679,8 @@ async fn get_run(
             "createdAt": run.created_at,
             "startedAt": run.started_at,
             "finishedAt": run.finished_at,
+            "error": run.error.as_deref().and_then(|e| serde_json::from_str::<Value>(e).ok()),
+            "usage": run.usage.as_deref().and_then(|u| serde_json::from_str::<Value>(u).ok()),
         }))
         .into_response(),
         Ok(None) => detail(StatusCode::NOT_FOUND, "run not found"),
@@ -535,27 +731,37 @@ async fn cancel_run(
         Ok(None) => return detail(StatusCode::NOT_FOUND, "run not found"),
         Err(error) => return error.into(),
     };
+    if run.status == "queued" {
+        // Not started: it ends here, unless a worker takes it this instant —
+        // then the worker finds its token cancelled below.
+        let input = match serde_json::from_str::<RunAgentInput>(&run.input) {
+            Ok(input) => input,
+            Err(error) => return Error::from(error).into(),
+        };
+        match service.cancel_unstarted(&run.task_id, &input).await {
+            Ok(true) => {
+                service.release(&run.task_id);
+                return cancel_accepted(&run.run_id);
+            }
+            Ok(false) => {}
+            Err(error) => return error.into(),
+        }
+    }
     let token = service
         .running
         .lock()
         .ok()
         .and_then(|r| r.get(&run.task_id).cloned());
-    match token {
-        Some(token) => token.cancel(),
-        None if run.status == "queued" => {
-            if let Err(error) = service
-                .store
-                .set_status(&run.task_id, "cancelled", now_ms())
-                .await
-            {
-                return error.into();
-            }
-        }
-        None => {}
+    if let Some(token) = token {
+        token.cancel();
     }
+    cancel_accepted(&run.run_id)
+}
+
+fn cancel_accepted(run_id: &str) -> Response {
     (
         StatusCode::ACCEPTED,
-        axum::Json(json!({"runId": run.run_id, "cancelRequested": true})),
+        axum::Json(json!({"runId": run_id, "cancelRequested": true})),
     )
         .into_response()
 }
@@ -567,10 +773,15 @@ struct LogBody {
     sse: SseEncoder,
     buf: Vec<u8>,
     keep_alive: tokio::time::Interval,
+    _open: crate::metrics::StreamGuard,
 }
 
 impl LogBody {
-    fn new(rx: mpsc::Receiver<(u64, Event)>, format: WireFormat) -> Self {
+    fn new(
+        rx: mpsc::Receiver<(u64, Event)>,
+        format: WireFormat,
+        open: crate::metrics::StreamGuard,
+    ) -> Self {
         let mut keep_alive =
             tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
         keep_alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -580,6 +791,7 @@ impl LogBody {
             sse: SseEncoder::new(),
             buf: Vec::new(),
             keep_alive,
+            _open: open,
         }
     }
 }
@@ -749,8 +961,12 @@ async fn patch_profile(State(service): State<Service>, User(user): User, body: B
     axum::Json(json!({"id": &user, "settings": settings})).into_response()
 }
 
-/// The base URL clients reached us by (for absolute attachment URLs).
-fn base_url(headers: &HeaderMap) -> String {
+/// The base URL clients reach us by (for absolute attachment URLs): the
+/// configured public URL, else the request's `Host`.
+fn base_url(service: &Service, headers: &HeaderMap) -> String {
+    if let Some(url) = &service.options.public_url {
+        return url.clone();
+    }
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
@@ -766,7 +982,7 @@ fn resign(service: &Service, headers: &HeaderMap, user: &str, reference: &str) -
     ) {
         (Some(id), Some(attachments)) => {
             attachments
-                .sign(&base_url(headers), id, user, now_ms() / 1000)
+                .sign(&base_url(service, headers), id, user, now_ms() / 1000)
                 .0
         }
         _ => reference.to_owned(),
@@ -871,7 +1087,7 @@ async fn upload_attachment(
     {
         return error.into();
     }
-    let (url, exp) = attachments.sign(&base_url(&headers), &id, &user, now_ms() / 1000);
+    let (url, exp) = attachments.sign(&base_url(&service, &headers), &id, &user, now_ms() / 1000);
     let expires_at = jiff::Timestamp::from_second(exp)
         .map(|t| t.to_string())
         .unwrap_or_default();
@@ -917,5 +1133,120 @@ async fn download_attachment(
             response
         }
         Err(_) => detail(StatusCode::NOT_FOUND, "attachment not found"),
+    }
+}
+
+async fn get_metrics(State(service): State<Service>, headers: HeaderMap) -> Response {
+    if !service.options.metrics_public {
+        let authorization = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if let Err(why) = service.auth.user(authorization, now_ms() / 1000) {
+            return detail(StatusCode::UNAUTHORIZED, why);
+        }
+    }
+    let runs = match service.store.status_counts().await {
+        Ok(runs) => runs,
+        Err(error) => return error.into(),
+    };
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        service.metrics.render(&runs),
+    )
+        .into_response()
+}
+
+/// The API description (`docs/API.md` is its prose twin).
+const OPENAPI: &str = include_str!("openapi.json");
+
+async fn get_openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        OPENAPI,
+    )
+        .into_response()
+}
+
+/// Longest thread or run id `/api/v1/agui` takes (ids are opaque there).
+const MAX_AGUI_ID: usize = 128;
+/// Most messages one `/api/v1/agui` request may carry.
+const MAX_AGUI_MESSAGES: usize = 2000;
+
+/// A standard AG-UI endpoint: the whole conversation in every request, as
+/// `HttpAgent` and CopilotKit send it; same runs, log and threads as the
+/// seed-004 endpoint, without its single-turn rules.
+async fn post_agui(State(service): State<Service>, User(user): User, request: Request) -> Response {
+    let headers = request.headers().clone();
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+        });
+    if !json {
+        return detail(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        );
+    }
+    let limit = service.options.agui_max_payload_bytes;
+    let body = match Limited::new(request.into_body(), limit).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(_) => {
+            return detail(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "RunAgentInput payload exceeds size limit",
+            );
+        }
+    };
+    let input: RunAgentInput = match serde_json::from_slice(&body) {
+        Ok(input) => input,
+        Err(error) => {
+            return detail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &format!("invalid RunAgentInput: {error}"),
+            );
+        }
+    };
+    let rejection = if input.thread_id.is_empty() || input.thread_id.chars().count() > MAX_AGUI_ID
+    {
+        Some("threadId must be 1 to 128 characters")
+    } else if input.run_id.is_empty() || input.run_id.chars().count() > MAX_AGUI_ID {
+        Some("runId exceeds length limit")
+    } else if input.messages.len() > MAX_AGUI_MESSAGES {
+        Some("RunAgentInput.messages exceeds limit")
+    } else {
+        None
+    };
+    if let Some(message) = rejection {
+        return detail(StatusCode::UNPROCESSABLE_ENTITY, message);
+    }
+    if let Some(tool) = input
+        .tools
+        .iter()
+        .find(|t| BACKEND_TOOLS.contains(&t.name.as_str()))
+    {
+        return detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!(
+                "RunAgentInput.tools: '{}' is the name of a backend tool; frontend tools must not reuse it",
+                tool.name
+            ),
+        );
+    }
+    let admission = Admission {
+        enqueue: service.options.busy_thread == BusyThread::Enqueue,
+        whole_history: true,
+    };
+    let format =
+        Negotiator::new().choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    match service.accept(&user, input, admission).await {
+        Ok(accepted) => service.stream(accepted.task_id, 0, format),
+        Err(error) => error.into(),
     }
 }

@@ -56,6 +56,16 @@ impl Hub {
         let _ = self.sender(task_id).send((seq, event));
     }
 
+    /// Shutdown: every subscriber's channel closes (they read the log one
+    /// last time and end).
+    pub(crate) fn close_all(&self) {
+        let mut runs = self
+            .runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        runs.clear();
+    }
+
     /// The run ended: subscribers see the channel close after its last event.
     pub(crate) fn close(&self, task_id: &str) {
         let mut runs = self

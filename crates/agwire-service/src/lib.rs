@@ -3,13 +3,16 @@
 pub mod attachments;
 pub mod auth;
 mod builtin;
+pub mod config;
 mod error;
 pub mod history;
 mod http;
 mod hub;
+mod metrics;
 pub mod store;
 pub mod validate;
 
 pub use builtin::BuiltinAgent;
+pub use config::Config;
 pub use error::Error;
 pub use http::Service;

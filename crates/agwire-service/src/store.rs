@@ -14,8 +14,9 @@ use agwire_core::{Event, Message};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 
+use agwire_core::RunAgentInput;
+
 use crate::error::Error;
-use crate::validate::ValidRun;
 
 /// Schema versions, applied in order; `PRAGMA user_version` records the last.
 const MIGRATIONS: &[&str] = &[
@@ -76,6 +77,10 @@ CREATE TABLE attachments (
     created_at INTEGER NOT NULL
 );
 ",
+    r"
+ALTER TABLE runs ADD COLUMN usage TEXT;
+CREATE INDEX messages_by_id ON messages (thread_id, id);
+",
 ];
 
 /// Run states. `queued` and `running` are active; the rest are final.
@@ -94,6 +99,21 @@ pub struct Accepted {
     pub created: bool,
     /// Whether this was a re-post of an accepted request (nothing new stored).
     pub replayed: bool,
+    /// Whether the run waits behind the thread's active run (it starts when
+    /// that one ends).
+    pub waiting: bool,
+}
+
+/// How a run is admitted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Admission {
+    /// A thread with an active run takes the new one as queued instead of
+    /// refusing it.
+    pub enqueue: bool,
+    /// The request carries the whole conversation (a standard AG-UI client):
+    /// its messages not yet in the thread are appended, in order. Otherwise
+    /// (seed 004) its one user message is the turn's new message.
+    pub whole_history: bool,
 }
 
 /// The embedded database.
@@ -146,11 +166,11 @@ impl Store {
     pub async fn accept_run(
         &self,
         user: &str,
-        run: &ValidRun,
+        input: &RunAgentInput,
         request_hash: &str,
+        admission: Admission,
         now_ms: i64,
     ) -> Result<Accepted, Error> {
-        let input = &run.input;
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let existing = sqlx::query(
             "SELECT task_id, thread_id, request_hash, created_thread FROM runs WHERE user_id = ? AND run_id = ?",
@@ -174,6 +194,7 @@ impl Store {
                 run_id: input.run_id.clone(),
                 created: row.get::<i64, _>("created_thread") != 0,
                 replayed: true,
+                waiting: false,
             });
         }
         let owner: Option<String> = sqlx::query_scalar("SELECT user_id FROM threads WHERE id = ?")
@@ -202,31 +223,50 @@ impl Store {
         .bind(&input.thread_id)
         .fetch_one(&mut *tx)
         .await?;
-        if busy > 0 {
+        if busy > 0 && !admission.enqueue {
             return Err(Error::Busy(
                 "the thread already has an active run; wait for it or cancel it".into(),
             ));
         }
-        let next_seq: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE thread_id = ?",
-        )
-        .bind(&input.thread_id)
-        .fetch_one(&mut *tx)
-        .await?;
-        // Seed 004 sends exactly one user message: it is the turn's new message.
-        if let Some(user_message) = input
-            .messages
-            .iter()
-            .find(|m| matches!(m, Message::User(_)))
-        {
+        let mut seq: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?")
+                .bind(&input.thread_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        let new_messages: Vec<&Message> = if admission.whole_history {
+            let mut new = Vec::new();
+            for message in &input.messages {
+                let known: Option<i64> =
+                    sqlx::query_scalar("SELECT 1 FROM messages WHERE thread_id = ? AND id = ?")
+                        .bind(&input.thread_id)
+                        .bind(message.id())
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                if known.is_none() {
+                    new.push(message);
+                }
+            }
+            new
+        } else {
+            // Seed 004 sends exactly one user message: the turn's new message.
+            input
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::User(_)))
+                .take(1)
+                .collect()
+        };
+        for message in new_messages {
+            seq += 1;
             sqlx::query(
-                "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES (?, ?, ?, ?, 'user', ?, ?)",
+                "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(&input.thread_id)
-            .bind(next_seq)
-            .bind(user_message.id())
+            .bind(seq)
+            .bind(message.id())
             .bind(&input.run_id)
-            .bind(serde_json::to_string(user_message)?)
+            .bind(message.role().as_str())
+            .bind(serde_json::to_string(message)?)
             .bind(now_ms)
             .execute(&mut *tx)
             .await?;
@@ -257,6 +297,7 @@ impl Store {
             run_id: input.run_id.clone(),
             created,
             replayed: false,
+            waiting: busy > 0,
         })
     }
 
@@ -278,21 +319,9 @@ impl Store {
     /// one per event); returns the sequence number of the first.
     pub async fn append_events(&self, task_id: &str, events: &[Event]) -> Result<u64, Error> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let last: i64 =
-            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE task_id = ?")
-                .bind(task_id)
-                .fetch_one(&mut *tx)
-                .await?;
-        for (i, event) in events.iter().enumerate() {
-            sqlx::query("INSERT INTO run_events (task_id, seq, event) VALUES (?, ?, ?)")
-                .bind(task_id)
-                .bind(last + 1 + i64::try_from(i).unwrap_or(i64::MAX))
-                .bind(event.to_json())
-                .execute(&mut *tx)
-                .await?;
-        }
+        let first = append_in(&mut tx, task_id, events).await?;
         tx.commit().await?;
-        Ok(u64::try_from(last + 1).unwrap_or(0))
+        Ok(first)
     }
 
     /// The run's events after sequence number `after`, in order.
@@ -353,6 +382,92 @@ impl Store {
         .await?;
         Ok(result.rows_affected() == 1)
     }
+
+    /// Takes a queued run for execution (`queued` → `running`). False when it
+    /// is no longer queued: a cancel got there first.
+    pub async fn claim(&self, task_id: &str, now_ms: i64) -> Result<bool, Error> {
+        let result = sqlx::query(
+            "UPDATE runs SET status = 'running', started_at = ? WHERE task_id = ? AND status = 'queued'",
+        )
+        .bind(now_ms)
+        .bind(task_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    /// Cancels a run that has not started (`queued` → `cancelled`) and
+    /// appends `events` (its whole log) in the same transaction. Returns the
+    /// first event's sequence number, or `None` when a worker already took
+    /// the run (nothing is written).
+    pub async fn cancel_queued(
+        &self,
+        task_id: &str,
+        events: &[Event],
+        now_ms: i64,
+    ) -> Result<Option<u64>, Error> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let result = sqlx::query(
+            "UPDATE runs SET status = 'cancelled', finished_at = ? WHERE task_id = ? AND status = 'queued'",
+        )
+        .bind(now_ms)
+        .bind(task_id)
+        .execute(&mut *tx)
+        .await?;
+        if result.rows_affected() != 1 {
+            return Ok(None);
+        }
+        let first = append_in(&mut tx, task_id, events).await?;
+        tx.commit().await?;
+        Ok(Some(first))
+    }
+
+    /// Ends an active run with its final status, error (`{message, code}`)
+    /// and token usage. False when it had already ended.
+    pub async fn finish(
+        &self,
+        task_id: &str,
+        status: &str,
+        error: Option<&serde_json::Value>,
+        usage: Option<&serde_json::Value>,
+        now_ms: i64,
+    ) -> Result<bool, Error> {
+        let result = sqlx::query(
+            "UPDATE runs SET status = ?, error = ?, usage = ?, finished_at = ? \
+             WHERE task_id = ? AND status IN ('queued', 'running')",
+        )
+        .bind(status)
+        .bind(error.map(serde_json::Value::to_string))
+        .bind(usage.map(serde_json::Value::to_string))
+        .bind(now_ms)
+        .bind(task_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    /// The oldest queued run of a thread (the next to start there).
+    pub async fn next_queued(&self, thread_id: &str) -> Result<Option<RunRecord>, Error> {
+        let row = sqlx::query(
+            "SELECT task_id, thread_id, run_id, status, input, error, usage, created_at, started_at, finished_at \
+             FROM runs WHERE thread_id = ? AND status = 'queued' ORDER BY created_at, rowid LIMIT 1",
+        )
+        .bind(thread_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|row| record(&row)))
+    }
+
+    /// How many runs are in each status.
+    pub async fn status_counts(&self) -> Result<Vec<(String, i64)>, Error> {
+        let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM runs GROUP BY status")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| (row.get("status"), row.get("n")))
+            .collect())
+    }
 }
 
 /// A run as the API shows it.
@@ -368,6 +483,10 @@ pub struct RunRecord {
     pub status: String,
     /// The stored `RunAgentInput` (JSON).
     pub input: String,
+    /// Why it failed (`{message, code}` JSON).
+    pub error: Option<String>,
+    /// Token usage (AG-UI `TokenUsage` JSON).
+    pub usage: Option<String>,
     /// When it was accepted, started and finished (ms since the epoch).
     pub created_at: i64,
     /// Start time.
@@ -380,7 +499,7 @@ impl Store {
     /// `user`'s run with this id.
     pub async fn run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
         let row = sqlx::query(
-            "SELECT task_id, thread_id, run_id, status, input, created_at, started_at, finished_at \
+            "SELECT task_id, thread_id, run_id, status, input, error, usage, created_at, started_at, finished_at \
              FROM runs WHERE user_id = ? AND run_id = ?",
         )
         .bind(user)
@@ -394,8 +513,8 @@ impl Store {
     /// finish or run.
     pub async fn active_runs(&self) -> Result<Vec<RunRecord>, Error> {
         let rows = sqlx::query(
-            "SELECT task_id, thread_id, run_id, status, input, created_at, started_at, finished_at \
-             FROM runs WHERE status IN ('queued', 'running') ORDER BY created_at",
+            "SELECT task_id, thread_id, run_id, status, input, error, usage, created_at, started_at, finished_at \
+             FROM runs WHERE status IN ('queued', 'running') ORDER BY created_at, rowid",
         )
         .fetch_all(&self.pool)
         .await?;
@@ -410,10 +529,80 @@ fn record(row: &sqlx::sqlite::SqliteRow) -> RunRecord {
         run_id: row.get("run_id"),
         status: row.get("status"),
         input: row.get("input"),
+        error: row.get("error"),
+        usage: row.get("usage"),
         created_at: row.get("created_at"),
         started_at: row.get("started_at"),
         finished_at: row.get("finished_at"),
     }
+}
+
+/// Everything the end of a run changes (see [`Store::end_run`]).
+#[derive(Debug)]
+pub struct Ending<'a> {
+    /// `succeeded`, `failed`, `cancelled` or `interrupted`.
+    pub status: &'a str,
+    /// Why it failed (`{message, code}`).
+    pub error: Option<&'a serde_json::Value>,
+    /// Token usage (AG-UI `TokenUsage`).
+    pub usage: Option<&'a serde_json::Value>,
+    /// The `RUN_FINISHED` or `RUN_ERROR` event.
+    pub terminal: &'a Event,
+    /// What the run said (assistant and tool messages), for its thread.
+    pub output: &'a [Message],
+}
+
+/// Appends `events` to a run's log inside `tx`; returns the first's
+/// sequence number.
+async fn append_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    task_id: &str,
+    events: &[Event],
+) -> Result<u64, Error> {
+    let last: i64 =
+        sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE task_id = ?")
+            .bind(task_id)
+            .fetch_one(&mut **tx)
+            .await?;
+    for (i, event) in events.iter().enumerate() {
+        sqlx::query("INSERT INTO run_events (task_id, seq, event) VALUES (?, ?, ?)")
+            .bind(task_id)
+            .bind(last + 1 + i64::try_from(i).unwrap_or(i64::MAX))
+            .bind(event.to_json())
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(u64::try_from(last + 1).unwrap_or(0))
+}
+
+async fn insert_messages(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    thread_id: &str,
+    run_id: &str,
+    messages: &[Message],
+    now_ms: i64,
+) -> Result<(), Error> {
+    let mut seq: i64 =
+        sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?")
+            .bind(thread_id)
+            .fetch_one(&mut **tx)
+            .await?;
+    for message in messages {
+        seq += 1;
+        sqlx::query(
+            "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(thread_id)
+        .bind(seq)
+        .bind(message.id())
+        .bind(run_id)
+        .bind(message.role().as_str())
+        .bind(serde_json::to_string(message)?)
+        .bind(now_ms)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }
 
 /// A message of a thread, as stored.
@@ -438,28 +627,43 @@ impl Store {
         now_ms: i64,
     ) -> Result<(), Error> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let mut seq: i64 =
-            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?")
-                .bind(thread_id)
-                .fetch_one(&mut *tx)
-                .await?;
-        for message in messages {
-            seq += 1;
-            sqlx::query(
-                "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(thread_id)
-            .bind(seq)
-            .bind(message.id())
-            .bind(run_id)
-            .bind(message.role().as_str())
-            .bind(serde_json::to_string(message)?)
-            .bind(now_ms)
-            .execute(&mut *tx)
-            .await?;
-        }
+        insert_messages(&mut tx, thread_id, run_id, messages, now_ms).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Ends an active run in one transaction: its final status, error and
+    /// usage, its output appended to the thread, and its terminal event
+    /// appended to the log — so a crash leaves either all of it or none,
+    /// and whoever sees the terminal event finds the status and the
+    /// history already final. Returns the terminal event's sequence number,
+    /// or `None` when the run had already ended (nothing is written).
+    pub async fn end_run(
+        &self,
+        task_id: &str,
+        ending: &Ending<'_>,
+        now_ms: i64,
+    ) -> Result<Option<u64>, Error> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let moved = sqlx::query(
+            "UPDATE runs SET status = ?, error = ?, usage = ?, finished_at = ? \
+             WHERE task_id = ? AND status IN ('queued', 'running') RETURNING thread_id, run_id",
+        )
+        .bind(ending.status)
+        .bind(ending.error.map(serde_json::Value::to_string))
+        .bind(ending.usage.map(serde_json::Value::to_string))
+        .bind(now_ms)
+        .bind(task_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = moved else {
+            return Ok(None);
+        };
+        let (thread_id, run_id): (String, String) = (row.get("thread_id"), row.get("run_id"));
+        insert_messages(&mut tx, &thread_id, &run_id, ending.output, now_ms).await?;
+        let seq = append_in(&mut tx, task_id, std::slice::from_ref(ending.terminal)).await?;
+        tx.commit().await?;
+        Ok(Some(seq))
     }
 
     /// `user`'s most recently active thread.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use agwire_client::core::pipeline::Pipeline;
 use agwire_client::core::{Event, RunAgentInput};
 use agwire_codec::sse::SseEventDecoder;
-use agwire_service::store::Store;
+use agwire_service::store::{Admission, Store};
 use agwire_service::{BuiltinAgent, Service};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -23,7 +23,7 @@ async fn serve() -> SocketAddr {
     std::fs::create_dir_all(&dir).unwrap();
     let store = Store::open(&dir.join("agwire.db")).await.unwrap();
     let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
-    let service = Service::new(store, Arc::new(BuiltinAgent)).with_attachments(attachments);
+    let service = Service::new(store, Arc::new(BuiltinAgent::default())).with_attachments(attachments);
     service.recover().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -275,9 +275,19 @@ async fn a_restart_fails_interrupted_runs_and_starts_queued_ones() {
     {
         // The state a crash leaves: one run mid-flight, one still queued.
         let store = Store::open(&db).await.unwrap();
-        let valid = |b: Value| validate_run(b.to_string().as_bytes(), &Rules::default()).unwrap();
+        let valid = |b: Value| {
+            validate_run(b.to_string().as_bytes(), &Rules::default())
+                .unwrap()
+                .input
+        };
         let mid = store
-            .accept_run("local", &valid(body(&t1, "mid", "hi")), "a", 1)
+            .accept_run(
+                "local",
+                &valid(body(&t1, "mid", "hi")),
+                "a",
+                Admission::default(),
+                1,
+            )
             .await
             .unwrap();
         store.set_status(&mid.task_id, "running", 2).await.unwrap();
@@ -291,12 +301,18 @@ async fn a_restart_fails_interrupted_runs_and_starts_queued_ones() {
         });
         store.append_event(&mid.task_id, &started).await.unwrap();
         store
-            .accept_run("local", &valid(body(&t2, "waiting", "hello")), "b", 3)
+            .accept_run(
+                "local",
+                &valid(body(&t2, "waiting", "hello")),
+                "b",
+                Admission::default(),
+                3,
+            )
             .await
             .unwrap();
     }
     let store = Store::open(&db).await.unwrap();
-    let service = Service::new(store, Arc::new(BuiltinAgent));
+    let service = Service::new(store, Arc::new(BuiltinAgent::default()));
     service.recover().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -315,6 +331,7 @@ async fn a_restart_fails_interrupted_runs_and_starts_queued_ones() {
         .await
         .unwrap();
     assert_eq!(status["status"], "failed");
+    assert_eq!(status["error"]["code"], "server_restart");
 
     let waiting = events(addr, "waiting", None).await;
     assert_eq!(
@@ -590,7 +607,7 @@ async fn with_auth_every_endpoint_is_per_user() {
     std::fs::create_dir_all(&dir).unwrap();
     let store = Store::open(&dir.join("agwire.db")).await.unwrap();
     let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
-    let service = Service::new(store, Arc::new(BuiltinAgent))
+    let service = Service::new(store, Arc::new(BuiltinAgent::default()))
         .with_attachments(attachments)
         .with_auth(Auth::jwt(b"test-secret".to_vec()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

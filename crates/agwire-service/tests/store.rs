@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use agwire_core::{BaseEvent, Event, RunStartedEvent, TextMessageContentEvent};
 use agwire_service::Error;
 use agwire_service::store::Store;
-use agwire_service::validate::{Rules, ValidRun, validate_run};
+use agwire_client::core::RunAgentInput;
+use agwire_service::store::Admission;
+use agwire_service::validate::{Rules, validate_run};
 use serde_json::json;
 
 const THREAD: &str = "550e8400-e29b-41d4-a716-446655440000";
@@ -19,26 +21,28 @@ fn temp_db() -> PathBuf {
     dir.join("agwire.db")
 }
 
-fn run(thread: &str, run_id: &str, text: &str) -> ValidRun {
+fn run(thread: &str, run_id: &str, text: &str) -> RunAgentInput {
     let body = json!({
         "threadId": thread, "runId": run_id,
         "messages": [{"id": format!("{run_id}-u"), "role": "user", "content": text}],
         "forwardedProps": {"runtime_mode": "chat"}
     });
-    validate_run(body.to_string().as_bytes(), &Rules::default()).unwrap()
+    validate_run(body.to_string().as_bytes(), &Rules::default())
+        .unwrap()
+        .input
 }
 
 #[tokio::test]
 async fn accepts_creates_threads_and_replays_identical_reposts() {
     let store = Store::open(&temp_db()).await.unwrap();
     let first = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h1", 1)
+        .accept_run("alice", &run(THREAD, "r1", "hi"), "h1", Admission::default(), 1)
         .await
         .unwrap();
     assert!(first.created && !first.replayed);
     // Same body again: the original answer, nothing new.
     let again = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h1", 2)
+        .accept_run("alice", &run(THREAD, "r1", "hi"), "h1", Admission::default(), 2)
         .await
         .unwrap();
     assert_eq!(
@@ -47,19 +51,19 @@ async fn accepts_creates_threads_and_replays_identical_reposts() {
     );
     // Same ids, another body: conflict. Same run id on another thread: conflict.
     let err = store
-        .accept_run("alice", &run(THREAD, "r1", "bye"), "h2", 3)
+        .accept_run("alice", &run(THREAD, "r1", "bye"), "h2", Admission::default(), 3)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
     let other_thread = "6ba7b810-9dad-11d1-80b4-00c04fd430c8";
     let err = store
-        .accept_run("alice", &run(other_thread, "r1", "hi"), "h1", 3)
+        .accept_run("alice", &run(other_thread, "r1", "hi"), "h1", Admission::default(), 3)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
     // Busy while r1 is active; accepted once it finished, on the same thread.
     let err = store
-        .accept_run("alice", &run(THREAD, "r2", "more"), "h3", 4)
+        .accept_run("alice", &run(THREAD, "r2", "more"), "h3", Admission::default(), 4)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Busy(_)), "{err}");
@@ -70,7 +74,7 @@ async fn accepts_creates_threads_and_replays_identical_reposts() {
             .unwrap()
     );
     let second = store
-        .accept_run("alice", &run(THREAD, "r2", "more"), "h3", 6)
+        .accept_run("alice", &run(THREAD, "r2", "more"), "h3", Admission::default(), 6)
         .await
         .unwrap();
     assert!(!second.created && !second.replayed);
@@ -80,7 +84,7 @@ async fn accepts_creates_threads_and_replays_identical_reposts() {
     );
     // Another user's thread does not exist for bob, and bob cannot see alice's runs.
     let err = store
-        .accept_run("bob", &run(THREAD, "r9", "hi"), "h9", 7)
+        .accept_run("bob", &run(THREAD, "r9", "hi"), "h9", Admission::default(), 7)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotFound(_)), "{err}");
@@ -98,7 +102,7 @@ async fn one_active_run_per_thread_even_under_concurrency() {
                 .accept_run(
                     "alice",
                     &run(THREAD, &format!("r{i}"), "hi"),
-                    &format!("h{i}"),
+                    &format!("h{i}"), Admission::default(),
                     i,
                 )
                 .await
@@ -123,7 +127,7 @@ async fn one_active_run_per_thread_even_under_concurrency() {
 async fn the_event_log_numbers_events_and_resumes_after_any_point() {
     let store = Store::open(&temp_db()).await.unwrap();
     let accepted = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", 1)
+        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", Admission::default(), 1)
         .await
         .unwrap();
     let mut events = vec![Event::RunStarted(RunStartedEvent {
@@ -168,7 +172,7 @@ async fn final_states_are_never_overwritten_and_data_survives_reopening() {
     let path = temp_db();
     let store = Store::open(&path).await.unwrap();
     let accepted = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", 1)
+        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", Admission::default(), 1)
         .await
         .unwrap();
     assert!(
@@ -196,7 +200,7 @@ async fn final_states_are_never_overwritten_and_data_survives_reopening() {
         Some("cancelled")
     );
     let again = reopened
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", 5)
+        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", Admission::default(), 5)
         .await
         .unwrap();
     assert!(again.replayed);
@@ -206,7 +210,7 @@ async fn final_states_are_never_overwritten_and_data_survives_reopening() {
 async fn batches_continue_the_numbering() {
     let store = Store::open(&temp_db()).await.unwrap();
     let accepted = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", 1)
+        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", Admission::default(), 1)
         .await
         .unwrap();
     let event = |i: usize| {

@@ -5,59 +5,134 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agwire_service::attachments::Attachments;
+use agwire_service::auth::Auth;
+use agwire_service::config::{BusyThread, Config};
 use agwire_service::store::Store;
 use agwire_service::{BuiltinAgent, Service};
 use axum::serve::ListenerExt;
 
-/// Arguments of `agwire serve`.
+/// Arguments of `agwire serve`. Each overrides the same setting of the
+/// configuration file.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, env = "AGWIRE_ADDR", default_value = "127.0.0.1:8080")]
-    addr: SocketAddr,
-    /// Where the database (and later attachments) live.
-    #[arg(long, env = "AGWIRE_DATA_DIR", default_value = "./agwire-data")]
-    data_dir: PathBuf,
+    /// Configuration file (TOML; see `agwire.example.toml`).
+    #[arg(long, env = "AGWIRE_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "AGWIRE_ADDR")]
+    addr: Option<SocketAddr>,
+    /// Where the database, attachments and signing key live [default: ./agwire-data].
+    #[arg(long, env = "AGWIRE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// The URL clients reach the service by (used in signed attachment URLs).
+    #[arg(long, env = "AGWIRE_PUBLIC_URL")]
+    public_url: Option<String>,
     /// HS256 secret of the bearer tokens (JWT, `sub` = user id, `exp`
     /// required) every request must carry; without it there is one local user.
     #[arg(long, env = "AGWIRE_JWT_SECRET", hide_env_values = true)]
     jwt_secret: Option<String>,
+    /// Required `aud` of the tokens (Supabase: authenticated).
+    #[arg(long, env = "AGWIRE_JWT_AUDIENCE")]
+    jwt_audience: Option<String>,
+    /// Required `iss` of the tokens.
+    #[arg(long, env = "AGWIRE_JWT_ISSUER")]
+    jwt_issuer: Option<String>,
     /// Allow a non-loopback address although authentication is not configured.
     #[arg(long)]
     insecure_no_auth: bool,
-    /// How long running runs may take to finish on shutdown.
-    #[arg(long, default_value = "10", value_name = "SECONDS")]
-    grace: u64,
+    /// A run posted to a thread with an active run: reject (409) or enqueue.
+    #[arg(long, env = "AGWIRE_BUSY_THREAD", value_parser = ["reject", "enqueue"])]
+    busy_thread: Option<String>,
+    /// How long running runs may take to finish on shutdown [default: 10].
+    #[arg(long, env = "AGWIRE_GRACE", value_name = "SECONDS")]
+    grace: Option<u64>,
+    /// Pause between the built-in agent's streamed words, in milliseconds.
+    #[arg(long, env = "AGWIRE_BUILTIN_TOKEN_DELAY_MS", hide = true)]
+    builtin_token_delay_ms: Option<u64>,
+}
+
+impl ServeArgs {
+    /// Defaults, then the file, then environment and flags.
+    fn config(&self) -> Result<Config, String> {
+        let mut config = match &self.config {
+            Some(path) => Config::load(path).map_err(|e| e.to_string())?,
+            None => Config::default(),
+        };
+        if let Some(addr) = self.addr {
+            config.addr = addr;
+        }
+        if let Some(dir) = &self.data_dir {
+            config.data_dir.clone_from(dir);
+        }
+        if let Some(url) = &self.public_url {
+            config.public_url = Some(url.clone());
+        }
+        if let Some(secret) = &self.jwt_secret {
+            config.auth.jwt_secret = Some(secret.clone());
+        }
+        if let Some(audience) = &self.jwt_audience {
+            config.auth.audience = Some(audience.clone());
+        }
+        if let Some(issuer) = &self.jwt_issuer {
+            config.auth.issuer = Some(issuer.clone());
+        }
+        config.insecure_no_auth |= self.insecure_no_auth;
+        match self.busy_thread.as_deref() {
+            Some("enqueue") => config.runs.busy_thread = BusyThread::Enqueue,
+            Some(_) => config.runs.busy_thread = BusyThread::Reject,
+            None => {}
+        }
+        if let Some(grace) = self.grace {
+            config.grace_seconds = grace;
+        }
+        if let Some(delay) = self.builtin_token_delay_ms {
+            config.builtin.token_delay_ms = delay;
+        }
+        config.check().map_err(|e| e.to_string())?;
+        Ok(config)
+    }
 }
 
 pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
-    if !args.addr.ip().is_loopback() && !args.insecure_no_auth && args.jwt_secret.is_none() {
-        return Err(format!(
-            "refusing to listen on {} without authentication: use a loopback address, set --jwt-secret, or pass --insecure-no-auth",
-            args.addr
-        ));
-    }
-    std::fs::create_dir_all(&args.data_dir)
-        .map_err(|e| format!("data dir {}: {e}", args.data_dir.display()))?;
-    let db = args.data_dir.join("agwire.db");
+    let config = args.config()?;
+    let data_dir = &config.data_dir;
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| format!("data dir {}: {e}", data_dir.display()))?;
+    let db = data_dir.join("agwire.db");
     let store = Store::open(&db)
         .await
         .map_err(|e| format!("{}: {e}", db.display()))?;
-    let attachments = agwire_service::attachments::Attachments::open(&args.data_dir)
-        .map_err(|e| format!("attachments in {}: {e}", args.data_dir.display()))?;
-    let auth = match &args.jwt_secret {
-        Some(secret) => agwire_service::auth::Auth::jwt(secret.as_bytes().to_vec()),
-        None => agwire_service::auth::Auth::none(),
+    let mut attachments = Attachments::open(data_dir)
+        .map_err(|e| format!("attachments in {}: {e}", data_dir.display()))?;
+    attachments.max_bytes = config.attachments.max_bytes;
+    attachments.ttl_seconds = config.attachments.url_ttl_seconds;
+    let auth = match &config.auth.jwt_secret {
+        Some(secret) => {
+            let mut auth = Auth::jwt(secret.as_bytes().to_vec());
+            if let Some(audience) = &config.auth.audience {
+                auth = auth.with_audience(audience);
+            }
+            if let Some(issuer) = &config.auth.issuer {
+                auth = auth.with_issuer(issuer);
+            }
+            auth
+        }
+        None => Auth::none(),
     };
-    let service = Service::new(store, Arc::new(BuiltinAgent))
+    let agent = BuiltinAgent::with_token_delay(Duration::from_millis(
+        config.builtin.token_delay_ms,
+    ));
+    let service = Service::new(store, Arc::new(agent))
+        .with_config(&config)
         .with_attachments(attachments)
         .with_auth(auth);
     service.recover().await.map_err(|e| e.to_string())?;
-    let listener = tokio::net::TcpListener::bind(args.addr)
+    let listener = tokio::net::TcpListener::bind(config.addr)
         .await
-        .map_err(|e| format!("{}: {e}", args.addr))?;
+        .map_err(|e| format!("{}: {e}", config.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!(%addr, data_dir = %args.data_dir.display(), "agwire serve listening (built-in agent, no LLM configured)");
+    tracing::info!(%addr, data_dir = %data_dir.display(), busy_thread = ?config.runs.busy_thread, "agwire serve listening (built-in agent, no LLM configured)");
     {
         use std::io::Write;
         let _ = writeln!(std::io::stdout().lock(), "listening http://{addr}");
@@ -67,18 +142,31 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     });
     let app = service.router();
     let draining = service.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            tracing::info!("shutting down: no new runs; cancelling the running ones");
-            draining.cancel_all();
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(args.grace);
-            while draining.running() > 0 && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await
-        .map_err(|e| e.to_string())
+    let grace = Duration::from_secs(config.grace_seconds);
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        tracing::info!(?grace, "shutting down: no new runs; running ones get the grace period");
+        draining.drain(grace).await;
+        let _ = stopped_tx.send(());
+    });
+    let server = std::pin::pin!(server.into_future());
+    // Connections that stay open after the drain (a client that never reads)
+    // do not hold the process: a short last wait, then exit.
+    let linger = async {
+        if stopped_rx.await.is_ok() {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        result = server => result.map_err(|e| e.to_string()),
+        () = linger => {
+            tracing::warn!("connections still open after the drain; exiting");
+            Ok(())
+        }
+    }
 }
 
 async fn shutdown_signal() {

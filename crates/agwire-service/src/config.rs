@@ -1,0 +1,244 @@
+//! `agwire.toml`: every setting of `agwire serve`, with the defaults a
+//! newcomer gets when there is no file at all.
+//!
+//! Precedence, lowest first: defaults, the file, `AGWIRE_*` environment
+//! variables and command-line flags (those two are the binary's). Unknown
+//! keys are an error, so a typo never silently means "default".
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::Error;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on (loopback unless authentication is configured).
+    pub addr: SocketAddr,
+    /// Database, attachments and the URL-signing key live here.
+    pub data_dir: PathBuf,
+    /// The base URL clients reach the service by (`https://chat.example.com`),
+    /// used in signed attachment URLs. Without it the request's `Host` is
+    /// used, which is only right on loopback.
+    pub public_url: Option<String>,
+    /// Allow a non-loopback address without authentication.
+    pub insecure_no_auth: bool,
+    /// Seconds running runs get to finish on shutdown before they are
+    /// cancelled.
+    pub grace_seconds: u64,
+    /// Bearer-token authentication.
+    pub auth: AuthConfig,
+    /// Run admission.
+    pub runs: RunsConfig,
+    /// Uploads.
+    pub attachments: AttachmentsConfig,
+    /// `/metrics`.
+    pub metrics: MetricsConfig,
+    /// The built-in agent (used until an LLM is configured).
+    pub builtin: BuiltinConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from("./agwire-data"),
+            public_url: None,
+            insecure_no_auth: false,
+            grace_seconds: 10,
+            auth: AuthConfig::default(),
+            runs: RunsConfig::default(),
+            attachments: AttachmentsConfig::default(),
+            metrics: MetricsConfig::default(),
+            builtin: BuiltinConfig::default(),
+        }
+    }
+}
+
+/// `[auth]`: HS256 JWTs (`sub` = user id, `exp` required).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The HMAC secret; without it there is one local user.
+    pub jwt_secret: Option<String>,
+    /// Required `aud` (Supabase: `"authenticated"`).
+    pub audience: Option<String>,
+    /// Required `iss`.
+    pub issuer: Option<String>,
+}
+
+/// What a run posted to a thread that already has an active run gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BusyThread {
+    /// 409: the client waits or cancels (seed 004's one active run per thread).
+    #[default]
+    Reject,
+    /// 202: the run waits behind the active one and starts when it ends.
+    Enqueue,
+}
+
+/// `[runs]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunsConfig {
+    /// Second run on a busy thread.
+    pub busy_thread: BusyThread,
+    /// Body limit of `POST /api/v1/agui` (full histories are larger than
+    /// seed 004's single turn, whose 256 KiB limit is fixed by the contract).
+    pub agui_max_payload_bytes: usize,
+}
+
+impl Default for RunsConfig {
+    fn default() -> Self {
+        Self {
+            busy_thread: BusyThread::Reject,
+            agui_max_payload_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// `[attachments]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AttachmentsConfig {
+    /// Largest upload.
+    pub max_bytes: usize,
+    /// How long a signed URL stays valid.
+    pub url_ttl_seconds: i64,
+}
+
+impl Default for AttachmentsConfig {
+    fn default() -> Self {
+        Self {
+            max_bytes: 10 * 1024 * 1024,
+            url_ttl_seconds: 3600,
+        }
+    }
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Serve `/metrics` without a token even when authentication is on
+    /// (it holds counts only, no user data).
+    pub public: bool,
+}
+
+/// `[builtin]`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BuiltinConfig {
+    /// Pause between streamed words (demos, and tests that need runs in
+    /// flight).
+    pub token_delay_ms: u64,
+}
+
+impl Config {
+    /// Reads `path`; a missing file is an error (it was asked for).
+    pub fn load(path: &Path) -> Result<Self, Error> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+    }
+
+    /// Parses TOML text.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let config: Self = toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Rules no single field can state.
+    pub fn check(&self) -> Result<(), Error> {
+        if let Some(url) = &self.public_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(Error::Config(format!(
+                "public_url must start with http:// or https:// (got '{url}')"
+            )));
+        }
+        if self.auth.jwt_secret.as_ref().is_some_and(|s| s.len() < 16) {
+            return Err(Error::Config(
+                "auth.jwt_secret must be at least 16 bytes".into(),
+            ));
+        }
+        if self.attachments.url_ttl_seconds <= 0 {
+            return Err(Error::Config(
+                "attachments.url_ttl_seconds must be positive".into(),
+            ));
+        }
+        if !self.addr.ip().is_loopback()
+            && !self.insecure_no_auth
+            && self.auth.jwt_secret.is_none()
+        {
+            return Err(Error::Config(format!(
+                "refusing to listen on {} without authentication: use a loopback address, set auth.jwt_secret (--jwt-secret), or pass --insecure-no-auth",
+                self.addr
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_file_means_loopback_sqlite_in_agwire_data() {
+        let config = Config::parse("").unwrap();
+        assert_eq!(config.addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.data_dir, PathBuf::from("./agwire-data"));
+        assert_eq!(config.runs.busy_thread, BusyThread::Reject);
+    }
+
+    #[test]
+    fn every_section_parses_and_typos_are_errors() {
+        let config = Config::parse(
+            r#"
+addr = "127.0.0.1:9000"
+data_dir = "/var/lib/agwire"
+public_url = "https://chat.example.com"
+grace_seconds = 3
+[auth]
+jwt_secret = "0123456789abcdef0123"
+audience = "authenticated"
+[runs]
+busy_thread = "enqueue"
+agui_max_payload_bytes = 2048
+[attachments]
+max_bytes = 100
+url_ttl_seconds = 60
+[metrics]
+public = true
+[builtin]
+token_delay_ms = 5
+"#,
+        )
+        .unwrap();
+        assert_eq!(config.runs.busy_thread, BusyThread::Enqueue);
+        assert_eq!(config.attachments.max_bytes, 100);
+        assert_eq!(config.auth.audience.as_deref(), Some("authenticated"));
+        assert!(config.metrics.public);
+        let typo = Config::parse("[runs]\nbusy_threads = \"enqueue\"\n").unwrap_err();
+        assert!(typo.to_string().contains("busy_threads"), "{typo}");
+        let bad = Config::parse("[runs]\nbusy_thread = \"later\"\n").unwrap_err();
+        assert!(bad.to_string().contains("later"), "{bad}");
+    }
+
+    #[test]
+    fn a_public_address_needs_auth_or_an_explicit_opt_out() {
+        let open = Config::parse("addr = \"0.0.0.0:8080\"\n").unwrap_err();
+        assert!(open.to_string().contains("refusing to listen"), "{open}");
+        Config::parse("addr = \"0.0.0.0:8080\"\ninsecure_no_auth = true\n").unwrap();
+        Config::parse("addr = \"0.0.0.0:8080\"\n[auth]\njwt_secret = \"0123456789abcdef\"\n")
+            .unwrap();
+        let short = Config::parse("[auth]\njwt_secret = \"short\"\n").unwrap_err();
+        assert!(short.to_string().contains("16 bytes"), "{short}");
+    }
+}

@@ -1,0 +1,159 @@
+//! Counters behind `/metrics` (Prometheus text exposition 0.0.4).
+//!
+//! Atomics only: recording sits on the append path of every event batch, so
+//! it must cost a few nanoseconds and never a lock.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the append-latency histogram buckets.
+const APPEND_BUCKETS: [f64; 12] = [
+    0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+/// The service's counters.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    accepted: AtomicU64,
+    events_appended: AtomicU64,
+    active_streams: AtomicI64,
+    append_buckets: [AtomicU64; APPEND_BUCKETS.len()],
+    append_count: AtomicU64,
+    append_sum_ns: AtomicU64,
+}
+
+impl Metrics {
+    pub(crate) fn run_accepted(&self) {
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One batch of `events` appended to a log in `took`.
+    pub(crate) fn appended(&self, events: usize, took: Duration) {
+        self.events_appended
+            .fetch_add(events as u64, Ordering::Relaxed);
+        let seconds = took.as_secs_f64();
+        for (bucket, bound) in self.append_buckets.iter().zip(APPEND_BUCKETS) {
+            if seconds <= bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.append_count.fetch_add(1, Ordering::Relaxed);
+        self.append_sum_ns.fetch_add(
+            u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// A stream opened; the guard counts it until dropped.
+    pub(crate) fn stream_opened(metrics: &std::sync::Arc<Self>) -> StreamGuard {
+        metrics.active_streams.fetch_add(1, Ordering::Relaxed);
+        StreamGuard(metrics.clone())
+    }
+
+    /// The exposition, with `runs` (status, count) read from the store.
+    pub(crate) fn render(&self, runs: &[(String, i64)]) -> String {
+        let mut out = String::with_capacity(2048);
+        let _ = writeln!(out, "# HELP agwire_runs Runs by status.");
+        let _ = writeln!(out, "# TYPE agwire_runs gauge");
+        for status in [
+            "queued",
+            "running",
+            "succeeded",
+            "failed",
+            "cancelled",
+            "interrupted",
+        ] {
+            let n = runs
+                .iter()
+                .find(|(s, _)| s == status)
+                .map_or(0, |(_, n)| *n);
+            let _ = writeln!(out, "agwire_runs{{status=\"{status}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP agwire_runs_accepted_total Runs accepted by this process."
+        );
+        let _ = writeln!(out, "# TYPE agwire_runs_accepted_total counter");
+        let _ = writeln!(
+            out,
+            "agwire_runs_accepted_total {}",
+            self.accepted.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP agwire_active_streams Event streams open now."
+        );
+        let _ = writeln!(out, "# TYPE agwire_active_streams gauge");
+        let _ = writeln!(
+            out,
+            "agwire_active_streams {}",
+            self.active_streams.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP agwire_events_appended_total Events appended to run logs."
+        );
+        let _ = writeln!(out, "# TYPE agwire_events_appended_total counter");
+        let _ = writeln!(
+            out,
+            "agwire_events_appended_total {}",
+            self.events_appended.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP agwire_event_append_seconds Time to append one batch of events (one transaction)."
+        );
+        let _ = writeln!(out, "# TYPE agwire_event_append_seconds histogram");
+        for (bucket, bound) in self.append_buckets.iter().zip(APPEND_BUCKETS) {
+            let _ = writeln!(
+                out,
+                "agwire_event_append_seconds_bucket{{le=\"{bound}\"}} {}",
+                bucket.load(Ordering::Relaxed)
+            );
+        }
+        let count = self.append_count.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "agwire_event_append_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
+        let sum = self.append_sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "agwire_event_append_seconds_sum {sum}");
+        let _ = writeln!(out, "agwire_event_append_seconds_count {count}");
+        out
+    }
+}
+
+/// Counts one open stream while alive.
+#[derive(Debug)]
+pub(crate) struct StreamGuard(std::sync::Arc<Metrics>);
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.0.active_streams.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_cumulative_and_streams_are_counted_while_open() {
+        let metrics = std::sync::Arc::new(Metrics::default());
+        metrics.appended(3, Duration::from_micros(300));
+        metrics.appended(1, Duration::from_secs(2));
+        let guard = Metrics::stream_opened(&metrics);
+        let text = metrics.render(&[("running".into(), 2)]);
+        assert!(text.contains("agwire_runs{status=\"running\"} 2\n"), "{text}");
+        assert!(text.contains("agwire_runs{status=\"failed\"} 0\n"), "{text}");
+        assert!(text.contains("agwire_events_appended_total 4\n"), "{text}");
+        assert!(text.contains("agwire_event_append_seconds_bucket{le=\"0.00025\"} 0\n"));
+        assert!(text.contains("agwire_event_append_seconds_bucket{le=\"0.0005\"} 1\n"));
+        assert!(text.contains("agwire_event_append_seconds_bucket{le=\"1\"} 1\n"));
+        assert!(text.contains("agwire_event_append_seconds_bucket{le=\"+Inf\"} 2\n"));
+        assert!(text.contains("agwire_active_streams 1\n"));
+        drop(guard);
+        assert!(metrics.render(&[]).contains("agwire_active_streams 0\n"));
+    }
+}
