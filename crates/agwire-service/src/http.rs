@@ -253,6 +253,24 @@ impl Service {
         self.hub.close_all();
     }
 
+    /// Every route the service answers, as (method, path): `/openapi.json`
+    /// describes exactly these (a test holds both to it).
+    pub const ROUTES: &'static [(&'static str, &'static str)] = &[
+        ("GET", "/healthz"),
+        ("GET", "/metrics"),
+        ("GET", "/openapi.json"),
+        ("POST", "/api/v1/agui"),
+        ("POST", "/api/v1/agent/runs"),
+        ("GET", "/api/v1/agent/runs/{runId}"),
+        ("GET", "/api/v1/agent/runs/{runId}/events"),
+        ("POST", "/api/v1/agent/runs/{runId}/cancel"),
+        ("GET", "/api/v1/agent/history"),
+        ("GET", "/api/v1/me/profile"),
+        ("PATCH", "/api/v1/me/profile"),
+        ("POST", "/api/v1/agent/attachments"),
+        ("GET", "/api/v1/agent/attachments/{id}"),
+    ];
+
     /// The API routes.
     pub fn router(&self) -> Router {
         Router::new()
@@ -1243,8 +1261,11 @@ async fn post_agui(State(service): State<Service>, User(user): User, request: Re
         enqueue: service.options.busy_thread == BusyThread::Enqueue,
         whole_history: true,
     };
-    let format =
-        Negotiator::new().choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    // `*/*` (curl, fetch without headers) reads best as SSE; HttpAgent
+    // names its types explicitly.
+    let format = Negotiator::new()
+        .prefer_sse_for_wildcards(true)
+        .choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     match service.accept(&user, input, admission).await {
         Ok(accepted) => service.stream(accepted.task_id, 0, format),
         Err(error) => error.into(),

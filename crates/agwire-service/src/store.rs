@@ -79,6 +79,7 @@ CREATE TABLE attachments (
 ",
     r"
 ALTER TABLE runs ADD COLUMN usage TEXT;
+ALTER TABLE runs ADD COLUMN pending_messages TEXT;
 CREATE INDEX messages_by_id ON messages (thread_id, id);
 ",
 ];
@@ -228,25 +229,8 @@ impl Store {
                 "the thread already has an active run; wait for it or cancel it".into(),
             ));
         }
-        let mut seq: i64 =
-            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?")
-                .bind(&input.thread_id)
-                .fetch_one(&mut *tx)
-                .await?;
-        let new_messages: Vec<&Message> = if admission.whole_history {
-            let mut new = Vec::new();
-            for message in &input.messages {
-                let known: Option<i64> =
-                    sqlx::query_scalar("SELECT 1 FROM messages WHERE thread_id = ? AND id = ?")
-                        .bind(&input.thread_id)
-                        .bind(message.id())
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                if known.is_none() {
-                    new.push(message);
-                }
-            }
-            new
+        let candidates: Vec<&Message> = if admission.whole_history {
+            input.messages.iter().collect()
         } else {
             // Seed 004 sends exactly one user message: the turn's new message.
             input
@@ -256,24 +240,29 @@ impl Store {
                 .take(1)
                 .collect()
         };
-        for message in new_messages {
-            seq += 1;
-            sqlx::query(
-                "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        let waiting = busy > 0;
+        // A run waiting behind another adds its messages when it starts (or
+        // is cancelled), so the thread reads in the order turns happened.
+        // Only a whole history is matched by id: a single-turn client may
+        // reuse ids, and its message must never be dropped.
+        let dedupe = admission.whole_history;
+        let pending = if waiting {
+            Some(serde_json::json!({"dedupe": dedupe, "messages": candidates}).to_string())
+        } else {
+            add_new_messages(
+                &mut tx,
+                &input.thread_id,
+                &input.run_id,
+                &candidates,
+                dedupe,
+                now_ms,
             )
-            .bind(&input.thread_id)
-            .bind(seq)
-            .bind(message.id())
-            .bind(&input.run_id)
-            .bind(message.role().as_str())
-            .bind(serde_json::to_string(message)?)
-            .bind(now_ms)
-            .execute(&mut *tx)
             .await?;
-        }
+            None
+        };
         let task_id = uuid::Uuid::now_v7().to_string();
         sqlx::query(
-            "INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, input, created_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+            "INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, input, created_at, pending_messages) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
         )
         .bind(&task_id)
         .bind(user)
@@ -283,6 +272,7 @@ impl Store {
         .bind(i64::from(created))
         .bind(serde_json::to_string(input)?)
         .bind(now_ms)
+        .bind(pending)
         .execute(&mut *tx)
         .await?;
         sqlx::query("UPDATE threads SET last_active_at = ? WHERE id = ?")
@@ -297,7 +287,7 @@ impl Store {
             run_id: input.run_id.clone(),
             created,
             replayed: false,
-            waiting: busy > 0,
+            waiting,
         })
     }
 
@@ -386,14 +376,20 @@ impl Store {
     /// Takes a queued run for execution (`queued` → `running`). False when it
     /// is no longer queued: a cancel got there first.
     pub async fn claim(&self, task_id: &str, now_ms: i64) -> Result<bool, Error> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let result = sqlx::query(
             "UPDATE runs SET status = 'running', started_at = ? WHERE task_id = ? AND status = 'queued'",
         )
         .bind(now_ms)
         .bind(task_id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(result.rows_affected() == 1)
+        if result.rows_affected() != 1 {
+            return Ok(false);
+        }
+        flush_pending(&mut tx, task_id, now_ms).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// Cancels a run that has not started (`queued` → `cancelled`) and
@@ -417,6 +413,9 @@ impl Store {
         if result.rows_affected() != 1 {
             return Ok(None);
         }
+        // A run cancelled while it waited never reached its thread: its
+        // messages stay in the run's stored input only, so the thread still
+        // reads in the order turns happened.
         let first = append_in(&mut tx, task_id, events).await?;
         tx.commit().await?;
         Ok(Some(first))
@@ -573,6 +572,64 @@ async fn append_in(
             .await?;
     }
     Ok(u64::try_from(last + 1).unwrap_or(0))
+}
+
+/// Appends the messages of a run that waited (see [`Store::accept_run`]).
+async fn flush_pending(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    task_id: &str,
+    now_ms: i64,
+) -> Result<(), Error> {
+    let row = sqlx::query("SELECT thread_id, run_id, pending_messages FROM runs WHERE task_id = ?")
+        .bind(task_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    let Some(pending) = row.get::<Option<String>, _>("pending_messages") else {
+        return Ok(());
+    };
+    #[derive(serde::Deserialize)]
+    struct Pending {
+        dedupe: bool,
+        messages: Vec<Message>,
+    }
+    let pending: Pending = serde_json::from_str(&pending)?;
+    let (thread_id, run_id): (String, String) = (row.get("thread_id"), row.get("run_id"));
+    let messages: Vec<&Message> = pending.messages.iter().collect();
+    add_new_messages(tx, &thread_id, &run_id, &messages, pending.dedupe, now_ms).await?;
+    sqlx::query("UPDATE runs SET pending_messages = NULL WHERE task_id = ?")
+        .bind(task_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Appends `candidates` in order — with `dedupe`, only those whose id the
+/// thread does not hold yet.
+async fn add_new_messages(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    thread_id: &str,
+    run_id: &str,
+    candidates: &[&Message],
+    dedupe: bool,
+    now_ms: i64,
+) -> Result<(), Error> {
+    let mut new = Vec::with_capacity(candidates.len());
+    for message in candidates {
+        if !dedupe {
+            new.push((*message).clone());
+            continue;
+        }
+        let known: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM messages WHERE thread_id = ? AND id = ?")
+                .bind(thread_id)
+                .bind(message.id())
+                .fetch_optional(&mut **tx)
+                .await?;
+        if known.is_none() {
+            new.push((*message).clone());
+        }
+    }
+    insert_messages(tx, thread_id, run_id, &new, now_ms).await
 }
 
 async fn insert_messages(

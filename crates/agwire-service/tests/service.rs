@@ -4,10 +4,8 @@
 //! (the official `HttpAgent` consumes it); errors are the seed's.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
 
-#[path = "../../agwire-core/tests/common/peers.rs"]
-mod peers;
+mod common;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use agwire_client::core::pipeline::Pipeline;
@@ -15,80 +13,9 @@ use agwire_client::core::{Event, RunAgentInput};
 use agwire_codec::sse::SseEventDecoder;
 use agwire_service::store::{Admission, Store};
 use agwire_service::{BuiltinAgent, Service};
+use common::{body, events, peers, post, reqwest_like, serve, sse_with_ids};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
-
-async fn serve() -> SocketAddr {
-    let dir = std::env::temp_dir().join(format!("agwire-service-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = Store::open(&dir.join("agwire.db")).await.unwrap();
-    let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
-    let service = Service::new(store, Arc::new(BuiltinAgent::default())).with_attachments(attachments);
-    service.recover().await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = service.router();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    addr
-}
-
-fn body(thread: &str, run_id: &str, text: &str) -> Value {
-    json!({
-        "threadId": thread, "runId": run_id, "state": {},
-        "messages": [{"id": format!("{run_id}-u"), "role": "user", "content": text}],
-        "tools": [], "context": [], "forwardedProps": {"runtime_mode": "chat"}
-    })
-}
-
-fn sse_with_ids(bytes: &[u8]) -> Vec<(u64, Event)> {
-    let mut frames = Vec::new();
-    let mut decoder = agwire_codec::sse::SseDecoder::new();
-    decoder.push(bytes, &mut frames).unwrap();
-    decoder.finish(&mut frames).unwrap();
-    frames
-        .iter()
-        .map(|f| {
-            let id =
-                f.id.as_deref()
-                    .expect("every frame has an id")
-                    .parse()
-                    .unwrap();
-            let event =
-                agwire_codec::sse::decode_frame(f, agwire_client::core::DecodeMode::Lenient)
-                    .unwrap()
-                    .value;
-            (id, event)
-        })
-        .collect()
-}
-
-async fn events(addr: SocketAddr, run_id: &str, after: Option<u64>) -> Vec<(u64, Event)> {
-    let mut request = reqwest_like(addr, &format!("/api/v1/agent/runs/{run_id}/events"));
-    if let Some(after) = after {
-        request = request.header("last-event-id", after.to_string());
-    }
-    let response = request.send().await.unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    assert_eq!(response.headers()["content-type"], "text/event-stream");
-    sse_with_ids(&response.bytes().await.unwrap())
-}
-
-fn reqwest_like(addr: SocketAddr, path: &str) -> reqwest::RequestBuilder {
-    reqwest::Client::new()
-        .get(format!("http://{addr}{path}"))
-        .header("accept", "text/event-stream")
-}
-
-async fn post(addr: SocketAddr, body: &Value, accept: Option<&str>) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(format!("http://{addr}/api/v1/agent/runs"))
-        .header("content-type", "application/json")
-        .body(body.to_string());
-    if let Some(accept) = accept {
-        request = request.header("accept", accept);
-    }
-    request.send().await.unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_is_accepted_executed_logged_and_resumable() {

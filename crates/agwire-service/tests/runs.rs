@@ -1,0 +1,434 @@
+//! Run admission and lifecycle over real HTTP: the busy-thread policies,
+//! cancel (queued, running, twice), the standard `/api/v1/agui` endpoint with
+//! the official `HttpAgent` over several turns, `/metrics`, and the route
+//! list `/openapi.json` describes.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
+
+mod common;
+
+use std::time::Duration;
+
+use agwire_client::core::pipeline::Pipeline;
+use agwire_client::core::{Event, RunAgentInput, RunFinishedOutcome};
+use agwire_service::auth::{Auth, sign_jwt};
+use agwire_service::config::BusyThread;
+use agwire_service::{BuiltinAgent, Config, Service};
+use common::{body, events, get_json, post, start, status, wait_status};
+use serde_json::{Value, json};
+
+fn enqueue() -> Config {
+    let mut config = Config::default();
+    config.runs.busy_thread = BusyThread::Enqueue;
+    config
+}
+
+fn slow(ms: u64) -> BuiltinAgent {
+    BuiltinAgent::with_token_delay(Duration::from_millis(ms))
+}
+
+async fn cancel(addr: std::net::SocketAddr, run_id: &str) -> Value {
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/api/v1/agent/runs/{run_id}/cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 202);
+    response.json().await.unwrap()
+}
+
+/// The log is a valid AG-UI run for the official rules.
+fn assert_valid_run(log: &[(u64, Event)], thread: &str, run_id: &str) {
+    let input: RunAgentInput = serde_json::from_value(body(thread, run_id, "x")).unwrap();
+    let mut pipeline = Pipeline::for_input(&input);
+    for (_, event) in log {
+        pipeline.push(event.clone()).unwrap();
+    }
+    let seqs: Vec<u64> = log.iter().map(|(s, _)| *s).collect();
+    assert_eq!(seqs, (1..=log.len() as u64).collect::<Vec<_>>());
+}
+
+fn outcome(log: &[(u64, Event)]) -> Option<RunFinishedOutcome> {
+    match log.last() {
+        Some((_, Event::RunFinished(e))) => e.outcome.clone(),
+        other => panic!("not finished: {other:?}"),
+    }
+}
+
+async fn history(addr: std::net::SocketAddr, thread: &str) -> Vec<(String, String)> {
+    let snapshot = get_json(addr, &format!("/api/v1/agent/history?threadId={thread}")).await;
+    snapshot["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_thread_is_409_by_default() {
+    let server = start(&Config::default(), slow(20), Auth::none()).await;
+    let addr = server.addr;
+    let thread = uuid::Uuid::new_v4().to_string();
+    assert_eq!(
+        post(addr, &body(&thread, "a", "one two three"), None)
+            .await
+            .status()
+            .as_u16(),
+        202
+    );
+    let busy = post(addr, &body(&thread, "b", "again"), None).await;
+    assert_eq!(busy.status().as_u16(), 409);
+    let detail: Value = busy.json().await.unwrap();
+    assert_eq!(
+        detail,
+        json!({"detail": "the thread already has an active run; wait for it or cancel it"})
+    );
+    // Refused means not stored.
+    let missing = reqwest::get(format!("http://{addr}/api/v1/agent/runs/b"))
+        .await
+        .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
+    wait_status(addr, "a", "succeeded").await;
+    // Free again once the run ended.
+    assert_eq!(
+        post(addr, &body(&thread, "b", "again"), None)
+            .await
+            .status()
+            .as_u16(),
+        202
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueued_runs_wait_their_turn_and_a_queued_cancel_ends_at_once() {
+    let server = start(&enqueue(), slow(15), Auth::none()).await;
+    let addr = server.addr;
+    let thread = uuid::Uuid::new_v4().to_string();
+    for (run, text) in [("a", "first turn here"), ("b", "second"), ("c", "third")] {
+        let response = post(addr, &body(&thread, run, text), None).await;
+        assert_eq!(response.status().as_u16(), 202, "{run}");
+    }
+    assert_eq!(status(addr, "b").await["status"], "queued");
+    assert_eq!(status(addr, "c").await["status"], "queued");
+
+    // Cancelled before it started: it ends now, as a valid cancelled run.
+    cancel(addr, "c").await;
+    let c = status(addr, "c").await;
+    assert_eq!(c["status"], "cancelled");
+    assert_eq!(c["startedAt"], Value::Null);
+    let log = events(addr, "c", None).await;
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_valid_run(&log, &thread, "c");
+    assert_eq!(outcome(&log), Some(RunFinishedOutcome::Cancelled));
+    // Idempotent.
+    cancel(addr, "c").await;
+    assert_eq!(events(addr, "c", None).await, log);
+
+    // b's stream, opened while it waits, follows it to its end.
+    let b_log = events(addr, "b", None).await;
+    assert_valid_run(&b_log, &thread, "b");
+    assert_eq!(outcome(&b_log), None);
+    let (a, b) = (status(addr, "a").await, status(addr, "b").await);
+    assert_eq!((&a["status"], &b["status"]), (&json!("succeeded"), &json!("succeeded")));
+    assert!(b["startedAt"].as_i64() >= a["finishedAt"].as_i64(), "{a} {b}");
+    assert_eq!(status(addr, "c").await["status"], "cancelled");
+
+    // The thread reads in the order turns ran; the cancelled one never ran.
+    assert_eq!(
+        history(addr, &thread).await,
+        [
+            ("user".into(), "first turn here".into()),
+            ("assistant".into(), "You said: first turn here".into()),
+            ("user".into(), "second".into()),
+            ("assistant".into(), "You said: second".into()),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_running_run_ends_it_cancelled_with_what_it_said() {
+    let server = start(&Config::default(), slow(40), Auth::none()).await;
+    let addr = server.addr;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let text = "a b c d e f g h i j k l m n o p q r s t u v w x y z";
+    post(addr, &body(&thread, "long", text), None).await;
+    // Let it say a little, then stop it.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(status(addr, "long").await["status"], "running");
+    let answer = cancel(addr, "long").await;
+    assert_eq!(answer, json!({"runId": "long", "cancelRequested": true}));
+    let log = events(addr, "long", None).await;
+    assert_valid_run(&log, &thread, "long");
+    assert_eq!(outcome(&log), Some(RunFinishedOutcome::Cancelled));
+    let said: String = log
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::TextMessageContent(c) => Some(c.delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!said.is_empty() && said.len() < "You said: ".len() + text.len());
+    assert_eq!(status(addr, "long").await["status"], "cancelled");
+    // Twice is fine and changes nothing.
+    cancel(addr, "long").await;
+    assert_eq!(status(addr, "long").await["status"], "cancelled");
+    // The partial answer is in the thread.
+    let turns = history(addr, &thread).await;
+    assert_eq!(turns[1], ("assistant".into(), said));
+
+    // Posted and cancelled back to back: the cancel wins wherever the run is.
+    post(addr, &body(&thread, "quick", text), None).await;
+    cancel(addr, "quick").await;
+    let log = events(addr, "quick", None).await;
+    assert_valid_run(&log, &thread, "quick");
+    assert_eq!(outcome(&log), Some(RunFinishedOutcome::Cancelled));
+
+    // Unknown runs are 404.
+    let missing = reqwest::Client::new()
+        .post(format!("http://{addr}/api/v1/agent/runs/nope/cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agui_endpoint_serves_multi_turn_http_agent_sessions() {
+    let server = start(&Config::default(), BuiltinAgent::default(), Auth::none()).await;
+    let addr = server.addr;
+    let thread = format!("conversation-{}", uuid::Uuid::new_v4());
+    let spec = json!({
+        "url": format!("http://{addr}/api/v1/agui"),
+        "format": "sse",
+        "threadId": thread,
+        "runs": [
+            {"messages": [{"id": "u1", "role": "user", "content": "first question"}]},
+            {"messages": [{"id": "u2", "role": "user", "content": "and a second"}]},
+            {"messages": [{"id": "u3", "role": "user", "content": "third"}]}
+        ]
+    });
+    let Some(result) = common::http_agent(&spec).await else {
+        return;
+    };
+    let runs = result["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for run in runs {
+        assert_eq!(run["error"], Value::Null, "{run}");
+        assert_eq!(run["logs"], json!([]), "{run}");
+    }
+    let contents: Vec<&str> = runs[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "first question",
+            "You said: first question",
+            "and a second",
+            "You said: and a second",
+            "third",
+            "You said: third"
+        ]
+    );
+    // Each request carried the whole history; the thread holds each message
+    // once, in order.
+    let stored = history(addr, &thread).await;
+    let stored: Vec<&str> = stored.iter().map(|(_, c)| c.as_str()).collect();
+    assert_eq!(stored, contents);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agui_endpoint_refuses_what_is_not_a_run() {
+    let mut config = Config::default();
+    config.runs.agui_max_payload_bytes = 4096;
+    let server = start(&config, BuiltinAgent::default(), Auth::none()).await;
+    let url = format!("http://{}/api/v1/agui", server.addr);
+    let client = reqwest::Client::new();
+    let send = |body: String, content_type: &'static str| {
+        client
+            .post(&url)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    let run = |thread: &str, run: &str| {
+        json!({"threadId": thread, "runId": run, "state": {}, "messages": [], "tools": [], "context": [], "forwardedProps": {}})
+    };
+    let cases = [
+        (
+            send(run("t", "r").to_string(), "text/plain").await.unwrap(),
+            415,
+            "Content-Type must be application/json".to_owned(),
+        ),
+        (
+            send("x".repeat(5000), "application/json").await.unwrap(),
+            413,
+            "RunAgentInput payload exceeds size limit".to_owned(),
+        ),
+        (
+            send(json!({"threadId": 1}).to_string(), "application/json")
+                .await
+                .unwrap(),
+            422,
+            String::new(),
+        ),
+        (
+            send(run("t", &"r".repeat(129)).to_string(), "application/json")
+                .await
+                .unwrap(),
+            422,
+            "runId exceeds length limit".to_owned(),
+        ),
+        (
+            send(run(&"t".repeat(129), "r").to_string(), "application/json")
+                .await
+                .unwrap(),
+            422,
+            "threadId must be 1 to 128 characters".to_owned(),
+        ),
+        (
+            send(
+                {
+                    let mut r = run("t", "r");
+                    r["tools"] = json!([{"name": "get_time", "description": "mine", "parameters": {}}]);
+                    r.to_string()
+                },
+                "application/json",
+            )
+            .await
+            .unwrap(),
+            422,
+            "RunAgentInput.tools: 'get_time' is the name of a backend tool; frontend tools must not reuse it".to_owned(),
+        ),
+    ];
+    for (response, want_status, want) in cases {
+        assert_eq!(response.status().as_u16(), want_status, "{want}");
+        let detail: Value = response.json().await.unwrap();
+        let detail = detail["detail"].as_str().unwrap();
+        if want.is_empty() {
+            assert!(detail.starts_with("invalid RunAgentInput: "), "{detail}");
+        } else {
+            assert_eq!(detail, want);
+        }
+    }
+    // Nothing above was stored.
+    let counts = reqwest::get(format!("http://{}/metrics", server.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(counts.contains("agwire_runs_accepted_total 0\n"), "{counts}");
+    // 128 characters is still fine, and the answer is the run's stream.
+    let ok = send(
+        run(&"t".repeat(128), &"r".repeat(128)).to_string(),
+        "application/json",
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    assert_eq!(ok.headers()["content-type"], "text/event-stream");
+    let log = common::sse_with_ids(&ok.bytes().await.unwrap());
+    assert_eq!(log.last().map(|(_, e)| e.type_name()), Some("RUN_FINISHED"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_runs_streams_and_appends_and_are_private_with_auth() {
+    let server = start(&Config::default(), BuiltinAgent::default(), Auth::none()).await;
+    let addr = server.addr;
+    let thread = uuid::Uuid::new_v4().to_string();
+    post(addr, &body(&thread, "m1", "hello"), None).await;
+    let log = events(addr, "m1", None).await;
+    let response = reqwest::get(format!("http://{addr}/metrics")).await.unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let text = response.text().await.unwrap();
+    assert!(text.contains("agwire_runs{status=\"succeeded\"} 1\n"), "{text}");
+    assert!(text.contains("agwire_runs{status=\"running\"} 0\n"), "{text}");
+    assert!(text.contains("agwire_runs_accepted_total 1\n"), "{text}");
+    assert!(
+        text.contains(&format!("agwire_events_appended_total {}\n", log.len())),
+        "{text}"
+    );
+    assert!(text.contains("agwire_active_streams 0\n"), "{text}");
+    assert!(text.contains("agwire_event_append_seconds_count "), "{text}");
+
+    let secret = b"0123456789abcdef0123";
+    let private = start(
+        &Config::default(),
+        BuiltinAgent::default(),
+        Auth::jwt(secret.to_vec()),
+    )
+    .await;
+    let url = format!("http://{}/metrics", private.addr);
+    let anonymous = reqwest::get(&url).await.unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    let token = sign_jwt(secret, "ops", jiff::Timestamp::now().as_second() + 60);
+    let with_token = reqwest::Client::new()
+        .get(&url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with_token.status().as_u16(), 200);
+    let mut public = Config::default();
+    public.metrics.public = true;
+    let open = start(&public, BuiltinAgent::default(), Auth::jwt(secret.to_vec())).await;
+    let response = reqwest::get(format!("http://{}/metrics", open.addr))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openapi_describes_exactly_the_routes_the_router_answers() {
+    let server = start(&Config::default(), BuiltinAgent::default(), Auth::none()).await;
+    let addr = server.addr;
+    let document = get_json(addr, "/openapi.json").await;
+    assert!(document["openapi"].as_str().unwrap().starts_with("3.1"));
+    let mut described: Vec<(String, String)> = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            if ["get", "post", "patch", "put", "delete"].contains(&method.as_str()) {
+                described.push((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    let mut routes: Vec<(String, String)> = Service::ROUTES
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    described.sort();
+    routes.sort();
+    assert_eq!(described, routes);
+    // And the router answers each of them (a route it lacks would be a bare
+    // 404 or 405 without our `detail` body).
+    let client = reqwest::Client::new();
+    for (method, path) in Service::ROUTES {
+        let path = path.replace("{runId}", "none").replace("{id}", "none");
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let response = client
+            .request(method.clone(), format!("http://{addr}{path}"))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        assert_ne!(status, 405, "{method} {path}");
+        if status == 404 {
+            let body: Value = response.json().await.unwrap();
+            assert!(body["detail"].is_string(), "{method} {path}: {body}");
+        }
+    }
+}
