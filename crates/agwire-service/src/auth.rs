@@ -203,7 +203,10 @@ mod tests {
         let auth = Auth::jwt(b"k".to_vec())
             .with_audience("authenticated")
             .with_issuer("https://x.supabase.co/auth/v1");
-        assert_eq!(auth.user(Some(&bearer(&supabase)), 1000), Ok("alice".into()));
+        assert_eq!(
+            auth.user(Some(&bearer(&supabase)), 1000),
+            Ok("alice".into())
+        );
         let mut listed = supabase.clone();
         listed["aud"] = serde_json::json!(["other", "authenticated"]);
         assert_eq!(auth.user(Some(&bearer(&listed)), 1000), Ok("alice".into()));
@@ -225,7 +228,7 @@ mod tests {
             auth.user(Some(&bearer(&wrong_iss)), 1000),
             Err("token issuer not accepted")
         );
-        let mut early = supabase.clone();
+        let mut early = supabase;
         early["nbf"] = 1500.into();
         assert_eq!(
             auth.user(Some(&bearer(&early)), 1000),

@@ -172,9 +172,7 @@ impl Config {
                 "attachments.url_ttl_seconds must be positive".into(),
             ));
         }
-        if !self.addr.ip().is_loopback()
-            && !self.insecure_no_auth
-            && self.auth.jwt_secret.is_none()
+        if !self.addr.ip().is_loopback() && !self.insecure_no_auth && self.auth.jwt_secret.is_none()
         {
             return Err(Error::Config(format!(
                 "refusing to listen on {} without authentication: use a loopback address, set auth.jwt_secret (--jwt-secret), or pass --insecure-no-auth",

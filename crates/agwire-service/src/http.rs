@@ -106,14 +106,16 @@ impl axum::extract::FromRequestParts<Service> for User {
             .auth
             .user(authorization, now_ms() / 1000)
             .map(User)
-            .map_err(|why| {
-                let mut response = detail(StatusCode::UNAUTHORIZED, why);
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                response
-            })
+            .map_err(unauthorized)
     }
+}
+
+fn unauthorized(why: &str) -> Response {
+    let mut response = detail(StatusCode::UNAUTHORIZED, why);
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
 }
 
 fn detail(status: StatusCode, message: &str) -> Response {
@@ -480,11 +482,7 @@ impl Service {
             Event::from_json(&started.to_string())?.value,
             Event::from_json(&finished.to_string())?.value,
         ];
-        let Some(first) = self
-            .store
-            .cancel_queued(task_id, &events, now_ms())
-            .await?
-        else {
+        let Some(first) = self.store.cancel_queued(task_id, &events, now_ms()).await? else {
             return Ok(false);
         };
         for (i, event) in events.into_iter().enumerate() {
@@ -1160,7 +1158,7 @@ async fn get_metrics(State(service): State<Service>, headers: HeaderMap) -> Resp
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         if let Err(why) = service.auth.user(authorization, now_ms() / 1000) {
-            return detail(StatusCode::UNAUTHORIZED, why);
+            return unauthorized(why);
         }
     }
     let runs = match service.store.status_counts().await {
@@ -1182,7 +1180,10 @@ const OPENAPI: &str = include_str!("openapi.json");
 
 async fn get_openapi() -> Response {
     (
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         OPENAPI,
     )
         .into_response()
@@ -1231,8 +1232,7 @@ async fn post_agui(State(service): State<Service>, User(user): User, request: Re
             );
         }
     };
-    let rejection = if input.thread_id.is_empty() || input.thread_id.chars().count() > MAX_AGUI_ID
-    {
+    let rejection = if input.thread_id.is_empty() || input.thread_id.chars().count() > MAX_AGUI_ID {
         Some("threadId must be 1 to 128 characters")
     } else if input.run_id.is_empty() || input.run_id.chars().count() > MAX_AGUI_ID {
         Some("runId exceeds length limit")

@@ -80,10 +80,7 @@ impl Metrics {
             "agwire_runs_accepted_total {}",
             self.accepted.load(Ordering::Relaxed)
         );
-        let _ = writeln!(
-            out,
-            "# HELP agwire_active_streams Event streams open now."
-        );
+        let _ = writeln!(out, "# HELP agwire_active_streams Event streams open now.");
         let _ = writeln!(out, "# TYPE agwire_active_streams gauge");
         let _ = writeln!(
             out,
@@ -145,8 +142,14 @@ mod tests {
         metrics.appended(1, Duration::from_secs(2));
         let guard = Metrics::stream_opened(&metrics);
         let text = metrics.render(&[("running".into(), 2)]);
-        assert!(text.contains("agwire_runs{status=\"running\"} 2\n"), "{text}");
-        assert!(text.contains("agwire_runs{status=\"failed\"} 0\n"), "{text}");
+        assert!(
+            text.contains("agwire_runs{status=\"running\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("agwire_runs{status=\"failed\"} 0\n"),
+            "{text}"
+        );
         assert!(text.contains("agwire_events_appended_total 4\n"), "{text}");
         assert!(text.contains("agwire_event_append_seconds_bucket{le=\"0.00025\"} 0\n"));
         assert!(text.contains("agwire_event_append_seconds_bucket{le=\"0.0005\"} 1\n"));

@@ -134,8 +134,14 @@ async fn enqueued_runs_wait_their_turn_and_a_queued_cancel_ends_at_once() {
     assert_valid_run(&b_log, &thread, "b");
     assert_eq!(outcome(&b_log), None);
     let (a, b) = (status(addr, "a").await, status(addr, "b").await);
-    assert_eq!((&a["status"], &b["status"]), (&json!("succeeded"), &json!("succeeded")));
-    assert!(b["startedAt"].as_i64() >= a["finishedAt"].as_i64(), "{a} {b}");
+    assert_eq!(
+        (&a["status"], &b["status"]),
+        (&json!("succeeded"), &json!("succeeded"))
+    );
+    assert!(
+        b["startedAt"].as_i64() >= a["finishedAt"].as_i64(),
+        "{a} {b}"
+    );
     assert_eq!(status(addr, "c").await["status"], "cancelled");
 
     // The thread reads in the order turns ran; the cancelled one never ran.
@@ -259,9 +265,7 @@ async fn the_agui_endpoint_refuses_what_is_not_a_run() {
             .body(body)
             .send()
     };
-    let run = |thread: &str, run: &str| {
-        json!({"threadId": thread, "runId": run, "state": {}, "messages": [], "tools": [], "context": [], "forwardedProps": {}})
-    };
+    let run = |thread: &str, run: &str| json!({"threadId": thread, "runId": run, "state": {}, "messages": [], "tools": [], "context": [], "forwardedProps": {}});
     let cases = [
         (
             send(run("t", "r").to_string(), "text/plain").await.unwrap(),
@@ -326,7 +330,10 @@ async fn the_agui_endpoint_refuses_what_is_not_a_run() {
         .text()
         .await
         .unwrap();
-    assert!(counts.contains("agwire_runs_accepted_total 0\n"), "{counts}");
+    assert!(
+        counts.contains("agwire_runs_accepted_total 0\n"),
+        "{counts}"
+    );
     // 128 characters is still fine, and the answer is the run's stream.
     let ok = send(
         run(&"t".repeat(128), &"r".repeat(128)).to_string(),
@@ -347,21 +354,32 @@ async fn metrics_count_runs_streams_and_appends_and_are_private_with_auth() {
     let thread = uuid::Uuid::new_v4().to_string();
     post(addr, &body(&thread, "m1", "hello"), None).await;
     let log = events(addr, "m1", None).await;
-    let response = reqwest::get(format!("http://{addr}/metrics")).await.unwrap();
+    let response = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap();
     assert_eq!(
         response.headers()["content-type"],
         "text/plain; version=0.0.4; charset=utf-8"
     );
     let text = response.text().await.unwrap();
-    assert!(text.contains("agwire_runs{status=\"succeeded\"} 1\n"), "{text}");
-    assert!(text.contains("agwire_runs{status=\"running\"} 0\n"), "{text}");
+    assert!(
+        text.contains("agwire_runs{status=\"succeeded\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("agwire_runs{status=\"running\"} 0\n"),
+        "{text}"
+    );
     assert!(text.contains("agwire_runs_accepted_total 1\n"), "{text}");
     assert!(
         text.contains(&format!("agwire_events_appended_total {}\n", log.len())),
         "{text}"
     );
     assert!(text.contains("agwire_active_streams 0\n"), "{text}");
-    assert!(text.contains("agwire_event_append_seconds_count "), "{text}");
+    assert!(
+        text.contains("agwire_event_append_seconds_count "),
+        "{text}"
+    );
 
     let secret = b"0123456789abcdef0123";
     let private = start(

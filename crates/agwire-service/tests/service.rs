@@ -583,8 +583,21 @@ async fn with_auth_every_endpoint_is_per_user() {
         ("GET", "/api/v1/me/profile".into()),
         ("POST", "/api/v1/agent/attachments".into()),
     ];
+    // Every route but the public ones (health, the API description, and
+    // the signed attachment GET, whose signature is its credential).
+    let public = [
+        "/healthz",
+        "/openapi.json",
+        "/api/v1/agent/attachments/{id}",
+    ];
+    let guarded: Vec<(&str, String)> = Service::ROUTES
+        .iter()
+        .filter(|(_, path)| !public.contains(path))
+        .map(|(method, path)| (*method, path.replace("{runId}", "secret-run")))
+        .collect();
+    assert_eq!(guarded.len(), Service::ROUTES.len() - public.len());
     for token in [None, Some(expired.as_str()), Some(forged.as_str())] {
-        for (method, path) in &endpoints {
+        for (method, path) in &guarded {
             let mut request = client.request(method.parse().unwrap(), url(path));
             if let Some(token) = token {
                 request = request.header("authorization", token);
@@ -617,6 +630,15 @@ async fn with_auth_every_endpoint_is_per_user() {
         .await
         .unwrap();
     assert_eq!(on_alices_thread.status().as_u16(), 404);
+    let agui_on_alices_thread = client
+        .post(url("/api/v1/agui"))
+        .header("authorization", &bob)
+        .header("content-type", "application/json")
+        .body(body(&thread, "bob-agui", "hi").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(agui_on_alices_thread.status().as_u16(), 404);
     // Alice's signed URL is not Bob's to attach.
     let bob_thread = uuid::Uuid::new_v4().to_string();
     let stolen = with(

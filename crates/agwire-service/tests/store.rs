@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 
+use agwire_client::core::RunAgentInput;
 use agwire_core::{BaseEvent, Event, RunStartedEvent, TextMessageContentEvent};
 use agwire_service::Error;
-use agwire_service::store::Store;
-use agwire_client::core::RunAgentInput;
 use agwire_service::store::Admission;
+use agwire_service::store::Store;
 use agwire_service::validate::{Rules, validate_run};
 use serde_json::json;
 
@@ -36,13 +36,25 @@ fn run(thread: &str, run_id: &str, text: &str) -> RunAgentInput {
 async fn accepts_creates_threads_and_replays_identical_reposts() {
     let store = Store::open(&temp_db()).await.unwrap();
     let first = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h1", Admission::default(), 1)
+        .accept_run(
+            "alice",
+            &run(THREAD, "r1", "hi"),
+            "h1",
+            Admission::default(),
+            1,
+        )
         .await
         .unwrap();
     assert!(first.created && !first.replayed);
     // Same body again: the original answer, nothing new.
     let again = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h1", Admission::default(), 2)
+        .accept_run(
+            "alice",
+            &run(THREAD, "r1", "hi"),
+            "h1",
+            Admission::default(),
+            2,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -51,19 +63,37 @@ async fn accepts_creates_threads_and_replays_identical_reposts() {
     );
     // Same ids, another body: conflict. Same run id on another thread: conflict.
     let err = store
-        .accept_run("alice", &run(THREAD, "r1", "bye"), "h2", Admission::default(), 3)
+        .accept_run(
+            "alice",
+            &run(THREAD, "r1", "bye"),
+            "h2",
+            Admission::default(),
+            3,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
     let other_thread = "6ba7b810-9dad-11d1-80b4-00c04fd430c8";
     let err = store
-        .accept_run("alice", &run(other_thread, "r1", "hi"), "h1", Admission::default(), 3)
+        .accept_run(
+            "alice",
+            &run(other_thread, "r1", "hi"),
+            "h1",
+            Admission::default(),
+            3,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
     // Busy while r1 is active; accepted once it finished, on the same thread.
     let err = store
-        .accept_run("alice", &run(THREAD, "r2", "more"), "h3", Admission::default(), 4)
+        .accept_run(
+            "alice",
+            &run(THREAD, "r2", "more"),
+            "h3",
+            Admission::default(),
+            4,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Busy(_)), "{err}");
@@ -74,7 +104,13 @@ async fn accepts_creates_threads_and_replays_identical_reposts() {
             .unwrap()
     );
     let second = store
-        .accept_run("alice", &run(THREAD, "r2", "more"), "h3", Admission::default(), 6)
+        .accept_run(
+            "alice",
+            &run(THREAD, "r2", "more"),
+            "h3",
+            Admission::default(),
+            6,
+        )
         .await
         .unwrap();
     assert!(!second.created && !second.replayed);
@@ -84,7 +120,13 @@ async fn accepts_creates_threads_and_replays_identical_reposts() {
     );
     // Another user's thread does not exist for bob, and bob cannot see alice's runs.
     let err = store
-        .accept_run("bob", &run(THREAD, "r9", "hi"), "h9", Admission::default(), 7)
+        .accept_run(
+            "bob",
+            &run(THREAD, "r9", "hi"),
+            "h9",
+            Admission::default(),
+            7,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotFound(_)), "{err}");
@@ -102,7 +144,8 @@ async fn one_active_run_per_thread_even_under_concurrency() {
                 .accept_run(
                     "alice",
                     &run(THREAD, &format!("r{i}"), "hi"),
-                    &format!("h{i}"), Admission::default(),
+                    &format!("h{i}"),
+                    Admission::default(),
                     i,
                 )
                 .await
@@ -127,7 +170,13 @@ async fn one_active_run_per_thread_even_under_concurrency() {
 async fn the_event_log_numbers_events_and_resumes_after_any_point() {
     let store = Store::open(&temp_db()).await.unwrap();
     let accepted = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", Admission::default(), 1)
+        .accept_run(
+            "alice",
+            &run(THREAD, "r1", "hi"),
+            "h",
+            Admission::default(),
+            1,
+        )
         .await
         .unwrap();
     let mut events = vec![Event::RunStarted(RunStartedEvent {
@@ -172,7 +221,13 @@ async fn final_states_are_never_overwritten_and_data_survives_reopening() {
     let path = temp_db();
     let store = Store::open(&path).await.unwrap();
     let accepted = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", Admission::default(), 1)
+        .accept_run(
+            "alice",
+            &run(THREAD, "r1", "hi"),
+            "h",
+            Admission::default(),
+            1,
+        )
         .await
         .unwrap();
     assert!(
@@ -200,7 +255,13 @@ async fn final_states_are_never_overwritten_and_data_survives_reopening() {
         Some("cancelled")
     );
     let again = reopened
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", Admission::default(), 5)
+        .accept_run(
+            "alice",
+            &run(THREAD, "r1", "hi"),
+            "h",
+            Admission::default(),
+            5,
+        )
         .await
         .unwrap();
     assert!(again.replayed);
@@ -210,7 +271,13 @@ async fn final_states_are_never_overwritten_and_data_survives_reopening() {
 async fn batches_continue_the_numbering() {
     let store = Store::open(&temp_db()).await.unwrap();
     let accepted = store
-        .accept_run("alice", &run(THREAD, "r1", "hi"), "h", Admission::default(), 1)
+        .accept_run(
+            "alice",
+            &run(THREAD, "r1", "hi"),
+            "h",
+            Admission::default(),
+            1,
+        )
         .await
         .unwrap();
     let event = |i: usize| {

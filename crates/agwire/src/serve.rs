@@ -120,9 +120,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         }
         None => Auth::none(),
     };
-    let agent = BuiltinAgent::with_token_delay(Duration::from_millis(
-        config.builtin.token_delay_ms,
-    ));
+    let agent =
+        BuiltinAgent::with_token_delay(Duration::from_millis(config.builtin.token_delay_ms));
     let service = Service::new(store, Arc::new(agent))
         .with_config(&config)
         .with_attachments(attachments)
@@ -146,7 +145,10 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown_signal().await;
-        tracing::info!(?grace, "shutting down: no new runs; running ones get the grace period");
+        tracing::info!(
+            ?grace,
+            "shutting down: no new runs; running ones get the grace period"
+        );
         draining.drain(grace).await;
         let _ = stopped_tx.send(());
     });

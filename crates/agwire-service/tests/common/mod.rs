@@ -138,7 +138,10 @@ pub async fn wait_status(addr: SocketAddr, run_id: &str, want: &str) -> Value {
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    panic!("run {run_id} never reached {want}: {}", status(addr, run_id).await);
+    panic!(
+        "run {run_id} never reached {want}: {}",
+        status(addr, run_id).await
+    );
 }
 
 /// Runs `interop/httpagent.mjs` (the official `HttpAgent`) on `spec`; `None`
