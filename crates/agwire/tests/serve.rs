@@ -1,0 +1,360 @@
+//! `agwire serve` as a process: killed with SIGKILL while 50 runs are in
+//! flight and started again, nothing accepted is lost or duplicated and every
+//! log is a valid AG-UI run; SIGTERM drains (grace, then cancel); a config
+//! file is read and a typo in it refuses to start.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use agwire_client::core::pipeline::Pipeline;
+use agwire_client::core::{DecodeMode, Event, RunAgentInput, RunFinishedOutcome};
+use serde_json::{Value, json};
+
+struct Serve {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn data_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agwire-{name}-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Starts `agwire serve` on a free loopback port; returns once it listens.
+fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agwire"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        .args(args)
+        .env_remove("AGWIRE_JWT_SECRET")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    Serve { child, base }
+}
+
+fn body(thread: &str, run_id: &str, text: &str) -> Value {
+    json!({
+        "threadId": thread, "runId": run_id,
+        "messages": [{"id": format!("{run_id}-u"), "role": "user", "content": text}],
+        "forwardedProps": {"runtime_mode": "chat"}
+    })
+}
+
+async fn post(client: &reqwest::Client, base: &str, body: &Value) -> u16 {
+    client
+        .post(format!("{base}/api/v1/agent/runs"))
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn get(client: &reqwest::Client, base: &str, path: &str) -> Value {
+    client
+        .get(format!("{base}{path}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// The run's whole log, checked: numbered 1..n, one terminal event, last,
+/// and valid for the official rules.
+async fn checked_log(client: &reqwest::Client, base: &str, thread: &str, run: &str) -> Vec<Event> {
+    let response = client
+        .get(format!("{base}/api/v1/agent/runs/{run}/events"))
+        .send()
+        .await
+        .unwrap();
+    let bytes = response.bytes().await.unwrap();
+    let mut frames = Vec::new();
+    let mut decoder = agwire_codec::sse::SseDecoder::new();
+    decoder.push(&bytes, &mut frames).unwrap();
+    decoder.finish(&mut frames).unwrap();
+    let ids: Vec<u64> = frames
+        .iter()
+        .map(|f| f.id.as_deref().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ids, (1..=frames.len() as u64).collect::<Vec<_>>(), "{run}");
+    let events: Vec<Event> = frames
+        .iter()
+        .map(|f| {
+            agwire_codec::sse::decode_frame(f, DecodeMode::Lenient)
+                .unwrap()
+                .value
+        })
+        .collect();
+    let terminals = events
+        .iter()
+        .filter(|e| matches!(e, Event::RunFinished(_) | Event::RunError(_)))
+        .count();
+    assert_eq!(terminals, 1, "{run}: {events:?}");
+    let input: RunAgentInput = serde_json::from_value(body(thread, run, "x")).unwrap();
+    let mut pipeline = Pipeline::for_input(&input);
+    for event in &events {
+        pipeline
+            .push(event.clone())
+            .unwrap_or_else(|e| panic!("{run}: {e}"));
+    }
+    events
+}
+
+async fn wait_final(client: &reqwest::Client, base: &str, run: &str) -> Value {
+    for _ in 0..2000 {
+        let status = get(client, base, &format!("/api/v1/agent/runs/{run}")).await;
+        if !["queued", "running"].contains(&status["status"].as_str().unwrap()) {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{run} never ended");
+}
+
+fn sigterm(child: &Child) {
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    for _ in 0..3000 {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("agwire serve did not exit");
+}
+
+const WORDS: &str = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_with_50_runs_in_flight_loses_nothing() {
+    let dir = data_dir("kill9");
+    let client = reqwest::Client::new();
+    let server = serve(
+        &dir,
+        &["--busy-thread", "enqueue"],
+        &[("AGWIRE_BUILTIN_TOKEN_DELAY_MS", "250")],
+    );
+    let threads: Vec<String> = (0..40).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    // 40 running runs, and 10 more queued behind the first 10 of them.
+    let mut runs: Vec<(String, String, String)> = Vec::new();
+    for (i, thread) in threads.iter().enumerate() {
+        runs.push((thread.clone(), format!("r{i}"), format!("{i} {WORDS}")));
+    }
+    for (i, thread) in threads.iter().take(10).enumerate() {
+        runs.push((thread.clone(), format!("q{i}"), format!("queued {i}")));
+    }
+    for (thread, run, text) in &runs {
+        assert_eq!(
+            post(&client, &server.base, &body(thread, run, text)).await,
+            202
+        );
+    }
+    // Let them get going, then pull the plug mid-stream.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut in_flight = 0;
+    for (_, run, _) in &runs {
+        let status = get(&client, &server.base, &format!("/api/v1/agent/runs/{run}")).await;
+        if ["queued", "running"].contains(&status["status"].as_str().unwrap()) {
+            in_flight += 1;
+        }
+    }
+    assert_eq!(in_flight, 50, "every run was still in flight at the kill");
+    let mut server = server;
+    server.child.kill().unwrap(); // SIGKILL
+    server.child.wait().unwrap();
+    drop(server);
+
+    let server = serve(&dir, &["--busy-thread", "enqueue"], &[]);
+    let base = &server.base;
+    let mut answered = std::collections::HashSet::new();
+    let mut failed = 0;
+    for (thread, run, _) in &runs {
+        let status = wait_final(&client, base, run).await;
+        let events = checked_log(&client, base, thread, run).await;
+        match status["status"].as_str().unwrap() {
+            "failed" => {
+                // Only a run that was executing can have been interrupted.
+                assert!(run.starts_with('r'), "{run}");
+                assert_eq!(status["error"]["code"], "server_restart", "{status}");
+                let Some(Event::RunError(error)) = events.last() else {
+                    panic!("{run}: {events:?}")
+                };
+                assert_eq!(error.code.as_deref(), Some("server_restart"));
+                failed += 1;
+            }
+            // Not yet taken by a worker at the kill: picked up at the start.
+            "succeeded" => {
+                answered.insert(run.clone());
+            }
+            other => panic!("{run}: {other}"),
+        }
+    }
+    assert!(failed > 0, "the kill interrupted no run");
+    assert_eq!(failed + answered.len(), 50);
+    // Every user message is in its thread exactly once, in turn order; each
+    // completed run answered once.
+    for (i, thread) in threads.iter().enumerate() {
+        let history = get(
+            &client,
+            base,
+            &format!("/api/v1/agent/history?threadId={thread}"),
+        )
+        .await;
+        let said: Vec<(String, String)> = history["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap().to_owned(),
+                    m["content"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        let first = format!("{i} {WORDS}");
+        let mut expected = vec![("user".to_owned(), first.clone())];
+        if answered.contains(&format!("r{i}")) {
+            expected.push(("assistant".into(), format!("You said: {first}")));
+        }
+        if i < 10 {
+            assert!(answered.contains(&format!("q{i}")), "q{i}");
+            expected.push(("user".into(), format!("queued {i}")));
+            expected.push(("assistant".into(), format!("You said: queued {i}")));
+        }
+        assert_eq!(said, expected, "thread {i}");
+    }
+    eprintln!(
+        "kill -9: {failed} runs interrupted (failed, server_restart), {} completed after the restart",
+        answered.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_gives_grace_then_cancels() {
+    let client = reqwest::Client::new();
+
+    // Grace long enough: the run finishes, then the process exits.
+    let dir = data_dir("drain");
+    let mut server = serve(
+        &dir,
+        &["--grace", "30"],
+        &[("AGWIRE_BUILTIN_TOKEN_DELAY_MS", "20")],
+    );
+    let thread = uuid::Uuid::new_v4().to_string();
+    assert_eq!(
+        post(&client, &server.base, &body(&thread, "graceful", WORDS)).await,
+        202
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sigterm(&server.child);
+    assert!(wait_exit(&mut server.child).success());
+    drop(server);
+    let server = serve(&dir, &[], &[]);
+    let status = wait_final(&client, &server.base, "graceful").await;
+    assert_eq!(status["status"], "succeeded");
+    checked_log(&client, &server.base, &thread, "graceful").await;
+    drop(server);
+
+    // No grace: the running run ends cancelled, its stream closes, and the
+    // process exits.
+    let dir = data_dir("drain0");
+    let mut server = serve(
+        &dir,
+        &["--grace", "0"],
+        &[("AGWIRE_BUILTIN_TOKEN_DELAY_MS", "200")],
+    );
+    let thread = uuid::Uuid::new_v4().to_string();
+    assert_eq!(
+        post(&client, &server.base, &body(&thread, "cut", WORDS)).await,
+        202
+    );
+    let stream = client
+        .get(format!("{}/api/v1/agent/runs/cut/events", server.base))
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sigterm(&server.child);
+    let streamed = stream.bytes().await.unwrap();
+    assert!(wait_exit(&mut server.child).success());
+    drop(server);
+    let mut frames = Vec::new();
+    agwire_codec::sse::SseEventDecoder::new()
+        .push(&streamed, &mut frames)
+        .unwrap();
+    let Some(Event::RunFinished(end)) = frames.last() else {
+        panic!("{frames:?}")
+    };
+    assert_eq!(end.outcome, Some(RunFinishedOutcome::Cancelled));
+    let server = serve(&dir, &[], &[]);
+    let status = wait_final(&client, &server.base, "cut").await;
+    assert_eq!(status["status"], "cancelled");
+    let log = checked_log(&client, &server.base, &thread, "cut").await;
+    assert_eq!(log, frames);
+}
+
+#[test]
+fn a_config_file_is_read_and_a_typo_refuses_to_start() {
+    let dir = data_dir("config");
+    let file = dir.join("agwire.toml");
+    std::fs::write(&file, "[runs]\nbusy_thread = \"enqueue\"\n").unwrap();
+    let server = serve(&dir, &["--config", file.to_str().unwrap()], &[]);
+    drop(server);
+    std::fs::write(&file, "[runs]\nbusy_threads = \"enqueue\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_agwire"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("busy_threads"), "{stderr}");
+    // A public address without auth is refused before anything binds.
+    let out = Command::new(env!("CARGO_BIN_EXE_agwire"))
+        .args(["serve", "--addr", "0.0.0.0:0", "--data-dir"])
+        .arg(&dir)
+        .env_remove("AGWIRE_JWT_SECRET")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("refusing to listen"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
