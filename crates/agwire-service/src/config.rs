@@ -230,6 +230,13 @@ token_delay_ms = 5
     }
 
     #[test]
+    fn the_example_file_lists_the_defaults() {
+        let example = Config::parse(include_str!("../../../agwire.example.toml")).unwrap();
+        let defaults = Config::default();
+        assert_eq!(format!("{example:?}"), format!("{defaults:?}"));
+    }
+
+    #[test]
     fn a_public_address_needs_auth_or_an_explicit_opt_out() {
         let open = Config::parse("addr = \"0.0.0.0:8080\"\n").unwrap_err();
         assert!(open.to_string().contains("refusing to listen"), "{open}");

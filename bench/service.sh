@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `agwire serve` under load on loopback (release build, built-in agent, fresh
+# SQLite data dir):
+#   1. accepted runs/s — POST → 202 on a new thread each, runs executing in
+#      the background (wrk, bench/http/service.lua);
+#   2. end-to-end runs/s — POST with Accept: text/event-stream, each response
+#      the run's whole stream (wrk, bench/http/service_stream.lua);
+#   3. events appended/s during (2), from /metrics;
+#   4. reconnect → first replayed event, p50/p99 (bench bin service_reconnect).
+# Usage: bench/service.sh [seconds per wrk run (default 10)] [connections (default 16)]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-10}
+CONNS=${2:-16}
+command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
+cargo build --release -q -p agwire -p agwire-bench --bin agwire --bin service_reconnect
+DATA=$(mktemp -d)
+trap 'kill $PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
+RUST_LOG=error ./target/release/agwire serve --addr 127.0.0.1:0 --data-dir "$DATA" > "$DATA/out" &
+PID=$!
+for _ in $(seq 100); do grep -q listening "$DATA/out" 2>/dev/null && break; sleep 0.05; done
+BASE=$(sed -n 's/^listening //p' "$DATA/out")
+ADDR=${BASE#http://}
+metric() { curl -s "$BASE/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+settle() { for _ in $(seq 600); do [ "$(curl -s "$BASE/metrics" | awk '$1 == "agwire_runs{status=\"running\"}" || $1 == "agwire_runs{status=\"queued\"}" {s += $2} END {print s + 0}')" = 0 ] && return; sleep 0.1; done; }
+
+accepted=$(wrk -t1 -c"$CONNS" -d"${SECS}s" -s bench/http/service.lua "$BASE" | awk '/Requests\/sec/ {print $2}')
+settle
+before=$(metric agwire_events_appended_total)
+start=$(date +%s.%N)
+e2e=$(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s bench/http/service_stream.lua "$BASE")
+settle
+end=$(date +%s.%N)
+after=$(metric agwire_events_appended_total)
+e2e_rps=$(echo "$e2e" | awk '/Requests\/sec/ {print $2}')
+e2e_p50=$(echo "$e2e" | awk '$1 == "50%" {print $2}')
+e2e_p99=$(echo "$e2e" | awk '$1 == "99%" {print $2}')
+appended=$(awk -v a="$after" -v b="$before" -v s="$start" -v e="$end" 'BEGIN {printf "%.0f", (a - b) / (e - s)}')
+reconnect=$(./target/release/service_reconnect "$ADDR" 2000)
+printf 'agwire serve (SQLite WAL, built-in agent, wrk -t1 -c%s -d%ss)\n' "$CONNS" "$SECS"
+printf '  accepted runs/s (POST -> 202, runs executing):  %s\n' "$accepted"
+printf '  end-to-end runs/s (POST -> whole SSE stream):   %s  (latency p50 %s, p99 %s)\n' "$e2e_rps" "$e2e_p50" "$e2e_p99"
+printf '  events appended/s during end-to-end:            %s\n' "$appended"
+printf '  %s\n' "$reconnect"
