@@ -58,7 +58,10 @@ async fn main() -> std::io::Result<()> {
     let (streamed, _) = exchange(&addr, &post, b"").await?;
     let frames = streamed.windows(6).filter(|w| w == b"data: ").count();
     if frames < 10 {
-        eprintln!("the run did not stream: {}", String::from_utf8_lossy(&streamed));
+        eprintln!(
+            "the run did not stream: {}",
+            String::from_utf8_lossy(&streamed)
+        );
         std::process::exit(1);
     }
     let mut micros = Vec::with_capacity(count);

@@ -360,7 +360,10 @@ async fn the_seeds_four_request_examples_are_accepted() {
         let thread = thread();
         let request = example
             .replace(r#""threadId": "T""#, &format!(r#""threadId": "{thread}""#))
-            .replace(r#""url": "U""#, &format!(r#""url": "{}""#, upload["url"].as_str().unwrap()));
+            .replace(
+                r#""url": "U""#,
+                &format!(r#""url": "{}""#, upload["url"].as_str().unwrap()),
+            );
         let response = client
             .post(format!("http://{addr}/api/v1/agent/runs"))
             .header("content-type", "application/json")
