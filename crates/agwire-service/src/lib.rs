@@ -10,6 +10,7 @@ mod http;
 mod hub;
 mod metrics;
 pub mod store;
+pub mod ui_schema;
 pub mod validate;
 
 pub use builtin::BuiltinAgent;
