@@ -3,6 +3,7 @@
 pub mod attachments;
 pub mod auth;
 mod builtin;
+pub mod clock;
 pub mod config;
 mod error;
 pub mod history;
