@@ -126,14 +126,33 @@ mod tests {
         let server: Timestamp = "2026-03-16T16:12:33Z".parse().unwrap();
         let device = client("America/Los_Angeles", "2026-03-16T09:12:33-07:00");
         let clock = RunClock::resolve(Some(&device), Some("Asia/Tokyo"), server);
-        assert_eq!((clock.zone_name.as_str(), clock.source), ("America/Los_Angeles", ZoneSource::Device));
-        assert_eq!(clock.now.to_string(), "2026-03-16T09:12:33-07:00[America/Los_Angeles]");
+        assert_eq!(
+            (clock.zone_name.as_str(), clock.source),
+            ("America/Los_Angeles", ZoneSource::Device)
+        );
+        assert_eq!(
+            clock.now.to_string(),
+            "2026-03-16T09:12:33-07:00[America/Los_Angeles]"
+        );
         let clock = RunClock::resolve(None, Some("Asia/Tokyo"), server);
-        assert_eq!((clock.zone_name.as_str(), clock.source), ("Asia/Tokyo", ZoneSource::Profile));
-        assert_eq!(clock.now.to_string(), "2026-03-17T01:12:33+09:00[Asia/Tokyo]");
+        assert_eq!(
+            (clock.zone_name.as_str(), clock.source),
+            ("Asia/Tokyo", ZoneSource::Profile)
+        );
+        assert_eq!(
+            clock.now.to_string(),
+            "2026-03-17T01:12:33+09:00[Asia/Tokyo]"
+        );
         let clock = RunClock::resolve(None, Some("Not/AZone"), server);
-        assert_eq!((clock.zone_name.as_str(), clock.source), ("UTC", ZoneSource::Utc));
-        assert!(clock.describe().contains("2026-03-16T16:12:33+00:00 (Monday, UTC)"));
+        assert_eq!(
+            (clock.zone_name.as_str(), clock.source),
+            ("UTC", ZoneSource::Utc)
+        );
+        assert!(
+            clock
+                .describe()
+                .contains("2026-03-16T16:12:33+00:00 (Monday, UTC)")
+        );
     }
 
     #[test]
@@ -145,7 +164,9 @@ mod tests {
         );
         // An explicit offset is an instant, whatever the zone.
         assert_eq!(
-            parse_in_zone("2026-03-17T09:00:00+09:00", &la).unwrap().to_string(),
+            parse_in_zone("2026-03-17T09:00:00+09:00", &la)
+                .unwrap()
+                .to_string(),
             "2026-03-17T00:00:00Z"
         );
         // 02:30 on 2026-03-08 does not exist in Los Angeles.

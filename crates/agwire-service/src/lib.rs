@@ -11,6 +11,7 @@ mod http;
 mod hub;
 mod metrics;
 pub mod store;
+pub mod tools;
 pub mod ui_schema;
 pub mod validate;
 

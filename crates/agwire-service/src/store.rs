@@ -82,6 +82,19 @@ ALTER TABLE runs ADD COLUMN usage TEXT;
 ALTER TABLE runs ADD COLUMN pending_messages TEXT;
 CREATE INDEX messages_by_id ON messages (thread_id, id);
 ",
+    r"
+CREATE TABLE calendar_events (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    start_ms INTEGER NOT NULL,
+    end_ms INTEGER NOT NULL,
+    timezone TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX calendar_by_user ON calendar_events (user_id, start_ms);
+",
 ];
 
 /// Run states. `queued` and `running` are active; the rest are final.
@@ -850,5 +863,109 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?;
         Ok(row.map(|r| (r.get("user_id"), r.get("mime_type"))))
+    }
+}
+
+/// A calendar event as stored (instants in UTC, plus the zone it was
+/// written in, for display).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CalendarEvent {
+    /// Its id.
+    pub id: String,
+    /// Its owner.
+    pub user_id: String,
+    /// What it is.
+    pub title: String,
+    /// Start (ms since the epoch).
+    pub start_ms: i64,
+    /// End (ms since the epoch).
+    pub end_ms: i64,
+    /// The IANA zone it was written in (`event_timezone`).
+    pub timezone: String,
+}
+
+impl Store {
+    /// Creates the event, or updates `user`'s event with that id. False when
+    /// the id belongs to another user (nothing written).
+    pub async fn put_calendar_event(
+        &self,
+        event: &CalendarEvent,
+        now_ms: i64,
+    ) -> Result<bool, Error> {
+        let result = sqlx::query(
+            "INSERT INTO calendar_events (id, user_id, title, start_ms, end_ms, timezone, created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) \
+             ON CONFLICT (id) DO UPDATE SET title = ?3, start_ms = ?4, end_ms = ?5, timezone = ?6, updated_at = ?7 \
+             WHERE calendar_events.user_id = ?2",
+        )
+        .bind(&event.id)
+        .bind(&event.user_id)
+        .bind(&event.title)
+        .bind(event.start_ms)
+        .bind(event.end_ms)
+        .bind(&event.timezone)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    /// `user`'s event with this id.
+    pub async fn calendar_event(
+        &self,
+        user: &str,
+        id: &str,
+    ) -> Result<Option<CalendarEvent>, Error> {
+        let row = sqlx::query(
+            "SELECT id, user_id, title, start_ms, end_ms, timezone FROM calendar_events WHERE user_id = ? AND id = ?",
+        )
+        .bind(user)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(calendar_event))
+    }
+
+    /// Deletes `user`'s event; false when there was none.
+    pub async fn delete_calendar_event(&self, user: &str, id: &str) -> Result<bool, Error> {
+        let result = sqlx::query("DELETE FROM calendar_events WHERE user_id = ? AND id = ?")
+            .bind(user)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    /// `user`'s events overlapping `[from_ms, to_ms)`, by start (at most
+    /// `limit`).
+    pub async fn calendar_events(
+        &self,
+        user: &str,
+        from_ms: i64,
+        to_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<CalendarEvent>, Error> {
+        let rows = sqlx::query(
+            "SELECT id, user_id, title, start_ms, end_ms, timezone FROM calendar_events \
+             WHERE user_id = ? AND start_ms < ? AND end_ms > ? ORDER BY start_ms, id LIMIT ?",
+        )
+        .bind(user)
+        .bind(to_ms)
+        .bind(from_ms)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(calendar_event).collect())
+    }
+}
+
+fn calendar_event(row: &sqlx::sqlite::SqliteRow) -> CalendarEvent {
+    CalendarEvent {
+        id: row.get("id"),
+        user_id: row.get("user_id"),
+        title: row.get("title"),
+        start_ms: row.get("start_ms"),
+        end_ms: row.get("end_ms"),
+        timezone: row.get("timezone"),
     }
 }

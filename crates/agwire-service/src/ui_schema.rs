@@ -235,7 +235,9 @@ impl Cx {
             self.warn("no valid content");
             return None;
         }
-        Some(json!({"type": "stack", "appearance": "card", "direction": "vertical", "gap": "sm", "children": children}))
+        Some(
+            json!({"type": "stack", "appearance": "card", "direction": "vertical", "gap": "sm", "children": children}),
+        )
     }
 
     fn fields(&mut self, fields: &Value) -> Option<Value> {
@@ -343,7 +345,9 @@ impl Cx {
                 for (i, item) in field("items").as_array().into_iter().flatten().enumerate() {
                     self.at = format!("{base}.items[{i}]");
                     let node = match item {
-                        Value::String(_) => self.node(&json!({"type": "text", "content": item}), depth + 1),
+                        Value::String(_) => {
+                            self.node(&json!({"type": "text", "content": item}), depth + 1)
+                        }
                         _ => self.node(item, depth + 1),
                     };
                     if let Some(node) = node {
@@ -365,7 +369,10 @@ impl Cx {
                     self.warn("an image needs an http(s) or absolute-path url");
                     return None;
                 };
-                let alt = field("alt").as_str().map(|a| clip(a, 300)).unwrap_or_default();
+                let alt = field("alt")
+                    .as_str()
+                    .map(|a| clip(a, 300))
+                    .unwrap_or_default();
                 json!({"type": "image", "url": url, "alt": alt})
             }
             "button" => {
@@ -466,12 +473,20 @@ mod tests {
         assert_eq!(compiled.warnings, Vec::<String>::new());
         let schema = compiled.schema.unwrap();
         let children = schema["root"]["children"].as_array().unwrap();
-        let types: Vec<&str> = children.iter().map(|c| c["type"].as_str().unwrap()).collect();
+        let types: Vec<&str> = children
+            .iter()
+            .map(|c| c["type"].as_str().unwrap())
+            .collect();
         assert_eq!(
             types,
-            ["text", "kv", "divider", "list", "image", "stack", "button", "button", "button"]
+            [
+                "text", "kv", "divider", "list", "image", "stack", "button", "button", "button"
+            ]
         );
-        assert_eq!(children[1]["items"][1], json!({"label": "Length", "value": "30"}));
+        assert_eq!(
+            children[1]["items"][1],
+            json!({"label": "Length", "value": "30"})
+        );
         assert_eq!(schema["meta"], json!({"toolId": "call-1"}));
         assert_eq!(schema["status"], "info");
     }
@@ -491,8 +506,18 @@ mod tests {
         );
         assert_eq!(schema["status"], "info");
         assert!(compiled.warnings.len() >= 6, "{:?}", compiled.warnings);
-        assert!(compiled.warnings.iter().any(|w| w.contains("unknown node type 'marquee'")));
-        assert!(compiled.warnings.iter().any(|w| w.starts_with("hints[1].blocks[1]")));
+        assert!(
+            compiled
+                .warnings
+                .iter()
+                .any(|w| w.contains("unknown node type 'marquee'"))
+        );
+        assert!(
+            compiled
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("hints[1].blocks[1]"))
+        );
         // Nothing valid at all: no schema, still no failure.
         let nothing = compile(&[json!({"blocks": "x"}), json!(null)], "en");
         assert_eq!(nothing.schema, None);
@@ -507,12 +532,20 @@ mod tests {
             deep = json!({"type": "stack", "children": [deep]});
         }
         let compiled = compile(&[json!({"blocks": [deep]})], "en");
-        assert!(compiled.warnings.iter().any(|w| w.contains("deeper than 8")));
+        assert!(
+            compiled
+                .warnings
+                .iter()
+                .any(|w| w.contains("deeper than 8"))
+        );
         let many: Vec<Value> = (0..500)
             .map(|i| json!({"type": "text", "content": format!("line {i}")}))
             .collect();
         let compiled = compile(&[json!({"blocks": many})], "en");
-        let kept = compiled.schema.unwrap()["root"]["children"].as_array().unwrap().len();
+        let kept = compiled.schema.unwrap()["root"]["children"]
+            .as_array()
+            .unwrap()
+            .len();
         assert_eq!(kept, MAX_NODES);
         let long = "x".repeat(MAX_TEXT + 10);
         let compiled = compile(&[json!({"body": long})], "en");
