@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod agents;
 pub mod attachments;
 pub mod auth;
 mod builtin;
