@@ -11,6 +11,7 @@ pub mod history;
 mod http;
 mod hub;
 mod metrics;
+pub mod schedule;
 pub mod store;
 pub mod tools;
 pub mod ui_schema;
