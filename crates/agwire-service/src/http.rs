@@ -41,7 +41,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// runs in progress on this process.
 #[derive(Clone)]
 pub struct Service {
-    store: Store,
+    pub(crate) store: Store,
     hub: Hub,
     agent: Arc<dyn DynAgent>,
     shutdown: CancellationToken,
@@ -50,10 +50,14 @@ pub struct Service {
     auth: Auth,
     options: Options,
     metrics: Arc<Metrics>,
+    /// The agent catalogue (`system_agents.yaml`); jobs are checked against it.
+    pub(crate) runtime: Arc<crate::agents::RuntimeConfig>,
     /// Runs executing on this process now (queued ones are not).
     executing: Arc<std::sync::atomic::AtomicUsize>,
     /// Shutting down: no new runs.
     draining: Arc<std::sync::atomic::AtomicBool>,
+    /// Cancelled when the drain starts (background loops stop).
+    stop: CancellationToken,
 }
 
 /// The settings the HTTP layer reads on every request.
@@ -83,13 +87,13 @@ impl std::fmt::Debug for Service {
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }
 
 /// The authenticated user of a request (401 without a valid token when auth
 /// is on).
-struct User(String);
+pub(crate) struct User(pub(crate) String);
 
 impl axum::extract::FromRequestParts<Service> for User {
     type Rejection = Response;
@@ -118,7 +122,7 @@ fn unauthorized(why: &str) -> Response {
     response
 }
 
-fn detail(status: StatusCode, message: &str) -> Response {
+pub(crate) fn detail(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(json!({ "detail": message }))).into_response()
 }
 
@@ -149,9 +153,17 @@ impl Service {
             auth: Auth::none(),
             options: Options::default(),
             metrics: Arc::default(),
+            runtime: Arc::new(crate::agents::RuntimeConfig::builtin()),
             executing: Arc::default(),
             draining: Arc::default(),
+            stop: CancellationToken::new(),
         }
+    }
+
+    /// The agent catalogue runs choose from (default: the shipped one).
+    pub fn with_runtime(mut self, runtime: crate::agents::RuntimeConfig) -> Self {
+        self.runtime = Arc::new(runtime);
+        self
     }
 
     /// Applies the HTTP-level settings of `config` (busy-thread policy,
@@ -225,6 +237,11 @@ impl Service {
         self.shutdown.cancel();
     }
 
+    /// Resolves when the service starts shutting down.
+    pub(crate) async fn stopping(&self) {
+        self.stop.cancelled().await;
+    }
+
     /// Runs executing on this process now.
     pub fn running(&self) -> usize {
         self.executing.load(std::sync::atomic::Ordering::SeqCst)
@@ -236,6 +253,7 @@ impl Service {
     pub async fn drain(&self, grace: Duration) {
         use std::sync::atomic::Ordering;
         self.draining.store(true, Ordering::SeqCst);
+        self.stop.cancel();
         let wait = |limit: Duration| async move {
             let deadline = tokio::time::Instant::now() + limit;
             while self.running() > 0 && tokio::time::Instant::now() < deadline {
@@ -271,6 +289,12 @@ impl Service {
         ("PATCH", "/api/v1/me/profile"),
         ("POST", "/api/v1/agent/attachments"),
         ("GET", "/api/v1/agent/attachments/{id}"),
+        ("POST", "/api/v1/automation/jobs"),
+        ("GET", "/api/v1/automation/jobs"),
+        ("GET", "/api/v1/automation/jobs/{id}"),
+        ("PATCH", "/api/v1/automation/jobs/{id}"),
+        ("DELETE", "/api/v1/automation/jobs/{id}"),
+        ("GET", "/api/v1/automation/jobs/{id}/runs"),
     ];
 
     /// The API routes.
@@ -291,6 +315,17 @@ impl Service {
             .route("/api/v1/me/profile", get(get_profile).patch(patch_profile))
             .route("/api/v1/agent/attachments", post(upload_attachment))
             .route("/api/v1/agent/attachments/{id}", get(download_attachment))
+            .route(
+                "/api/v1/automation/jobs",
+                post(crate::jobs::create).get(crate::jobs::list),
+            )
+            .route(
+                "/api/v1/automation/jobs/{id}",
+                get(crate::jobs::read)
+                    .patch(crate::jobs::update)
+                    .delete(crate::jobs::remove),
+            )
+            .route("/api/v1/automation/jobs/{id}/runs", get(crate::jobs::runs))
             .with_state(self.clone())
     }
 
@@ -493,7 +528,7 @@ impl Service {
 
     /// Stores an accepted run and starts it (or queues it behind the
     /// thread's active run).
-    async fn accept(
+    pub(crate) async fn accept(
         &self,
         user: &str,
         input: RunAgentInput,

@@ -10,6 +10,7 @@ mod error;
 pub mod history;
 mod http;
 mod hub;
+mod jobs;
 mod metrics;
 pub mod schedule;
 pub mod store;

@@ -49,11 +49,16 @@ impl Schedule {
     }
 
     /// The first firing strictly after `after`, in `zone`.
-    pub fn next_after(&self, after: Timestamp, zone: &TimeZone) -> Result<Timestamp, ScheduleError> {
+    pub fn next_after(
+        &self,
+        after: Timestamp,
+        zone: &TimeZone,
+    ) -> Result<Timestamp, ScheduleError> {
         match self {
             Self::Cron(expr) => Cron::parse(expr)?.next_after(after, zone),
             Self::EverySeconds(s) => {
-                let seconds = i64::try_from(*s).map_err(|_| ScheduleError("interval too large".into()))?;
+                let seconds =
+                    i64::try_from(*s).map_err(|_| ScheduleError("interval too large".into()))?;
                 after
                     .checked_add(SignedDuration::from_secs(seconds))
                     .map_err(|e| ScheduleError(e.to_string()))
@@ -152,7 +157,11 @@ impl Cron {
 
     /// The first firing strictly after `after`, in `zone` (searched up to
     /// eight years ahead: `0 0 29 2 1` needs that).
-    pub fn next_after(&self, after: Timestamp, zone: &TimeZone) -> Result<Timestamp, ScheduleError> {
+    pub fn next_after(
+        &self,
+        after: Timestamp,
+        zone: &TimeZone,
+    ) -> Result<Timestamp, ScheduleError> {
         let start = after.to_zoned(zone.clone()).datetime();
         let mut date = start.date();
         let limit = date.saturating_add(8.years());
@@ -168,7 +177,8 @@ impl Cron {
                         }
                         let civil = DateTime::from_parts(
                             date,
-                            Time::new(hour, minute, 0, 0).map_err(|e| ScheduleError(e.to_string()))?,
+                            Time::new(hour, minute, 0, 0)
+                                .map_err(|e| ScheduleError(e.to_string()))?,
                         );
                         if civil <= start {
                             continue;
@@ -220,20 +230,41 @@ mod tests {
             "2026-03-23T16:00:00Z"
         );
         // Same expression in Tokyo.
-        assert_eq!(next("0 9 * * 1-5", "2026-03-16T16:12:00Z", "Asia/Tokyo"), "2026-03-17T00:00:00Z");
+        assert_eq!(
+            next("0 9 * * 1-5", "2026-03-16T16:12:00Z", "Asia/Tokyo"),
+            "2026-03-17T00:00:00Z"
+        );
     }
 
     #[test]
     fn steps_lists_ranges_and_day_rules() {
-        assert_eq!(next("*/15 * * * *", "2026-01-01T00:00:00Z", "UTC"), "2026-01-01T00:15:00Z");
-        assert_eq!(next("5/20 * * * *", "2026-01-01T00:06:00Z", "UTC"), "2026-01-01T00:25:00Z");
-        assert_eq!(next("0 0 1,15 * *", "2026-01-02T00:00:00Z", "UTC"), "2026-01-15T00:00:00Z");
+        assert_eq!(
+            next("*/15 * * * *", "2026-01-01T00:00:00Z", "UTC"),
+            "2026-01-01T00:15:00Z"
+        );
+        assert_eq!(
+            next("5/20 * * * *", "2026-01-01T00:06:00Z", "UTC"),
+            "2026-01-01T00:25:00Z"
+        );
+        assert_eq!(
+            next("0 0 1,15 * *", "2026-01-02T00:00:00Z", "UTC"),
+            "2026-01-15T00:00:00Z"
+        );
         // Sunday as 7.
-        assert_eq!(next("0 12 * * 7", "2026-01-01T00:00:00Z", "UTC"), "2026-01-04T12:00:00Z");
+        assert_eq!(
+            next("0 12 * * 7", "2026-01-01T00:00:00Z", "UTC"),
+            "2026-01-04T12:00:00Z"
+        );
         // Both day fields restricted: either matches (the 13th, or a Friday).
-        assert_eq!(next("0 0 13 * 5", "2026-01-01T00:00:00Z", "UTC"), "2026-01-02T00:00:00Z");
+        assert_eq!(
+            next("0 0 13 * 5", "2026-01-01T00:00:00Z", "UTC"),
+            "2026-01-02T00:00:00Z"
+        );
         // Leap day on a Monday... or any 29 Feb, either rule.
-        assert_eq!(next("0 0 29 2 *", "2026-01-01T00:00:00Z", "UTC"), "2028-02-29T00:00:00Z");
+        assert_eq!(
+            next("0 0 29 2 *", "2026-01-01T00:00:00Z", "UTC"),
+            "2028-02-29T00:00:00Z"
+        );
     }
 
     #[test]

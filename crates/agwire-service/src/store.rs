@@ -95,6 +95,24 @@ CREATE TABLE calendar_events (
 );
 CREATE INDEX calendar_by_user ON calendar_events (user_id, start_ms);
 ",
+    r"
+CREATE TABLE automation_jobs (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    schedule TEXT NOT NULL,
+    timezone TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    config TEXT NOT NULL,
+    enabled INTEGER NOT NULL,
+    thread_id TEXT NOT NULL,
+    next_run_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX jobs_by_user ON automation_jobs (user_id, created_at);
+CREATE INDEX jobs_due ON automation_jobs (enabled, next_run_at);
+",
 ];
 
 /// Run states. `queued` and `running` are active; the rest are final.
@@ -967,5 +985,164 @@ fn calendar_event(row: &sqlx::sqlite::SqliteRow) -> CalendarEvent {
         start_ms: row.get("start_ms"),
         end_ms: row.get("end_ms"),
         timezone: row.get("timezone"),
+    }
+}
+
+/// An automation job as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecord {
+    /// Its id.
+    pub id: String,
+    /// Its owner.
+    pub user_id: String,
+    /// Its name.
+    pub name: String,
+    /// The schedule (JSON of [`crate::schedule::Schedule`]).
+    pub schedule: String,
+    /// The IANA zone the schedule is read in.
+    pub timezone: String,
+    /// What each run asks.
+    pub prompt: String,
+    /// The runtime config (JSON of [`crate::agents::JobRuntime`]).
+    pub config: String,
+    /// Whether it fires.
+    pub enabled: bool,
+    /// The thread its runs go to.
+    pub thread_id: String,
+    /// The next tick (ms), when enabled.
+    pub next_run_at: Option<i64>,
+    /// Creation time (ms).
+    pub created_at: i64,
+    /// Last change (ms).
+    pub updated_at: i64,
+}
+
+const JOB_COLUMNS: &str = "id, user_id, name, schedule, timezone, prompt, config, enabled, thread_id, next_run_at, created_at, updated_at";
+
+fn job(row: &sqlx::sqlite::SqliteRow) -> JobRecord {
+    JobRecord {
+        id: row.get("id"),
+        user_id: row.get("user_id"),
+        name: row.get("name"),
+        schedule: row.get("schedule"),
+        timezone: row.get("timezone"),
+        prompt: row.get("prompt"),
+        config: row.get("config"),
+        enabled: row.get::<i64, _>("enabled") != 0,
+        thread_id: row.get("thread_id"),
+        next_run_at: row.get("next_run_at"),
+        created_at: row.get("created_at"),
+        updated_at: row.get("updated_at"),
+    }
+}
+
+impl Store {
+    /// Creates or replaces a job (its owner never changes: a job of another
+    /// user with this id is left alone and false returned).
+    pub async fn put_job(&self, job: &JobRecord) -> Result<bool, Error> {
+        let result = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO automation_jobs ({JOB_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+             ON CONFLICT (id) DO UPDATE SET name = ?3, schedule = ?4, timezone = ?5, prompt = ?6, config = ?7, \
+             enabled = ?8, next_run_at = ?10, updated_at = ?12 WHERE automation_jobs.user_id = ?2"
+        )))
+        .bind(&job.id)
+        .bind(&job.user_id)
+        .bind(&job.name)
+        .bind(&job.schedule)
+        .bind(&job.timezone)
+        .bind(&job.prompt)
+        .bind(&job.config)
+        .bind(i64::from(job.enabled))
+        .bind(&job.thread_id)
+        .bind(job.next_run_at)
+        .bind(job.created_at)
+        .bind(job.updated_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    /// `user`'s job.
+    pub async fn job(&self, user: &str, id: &str) -> Result<Option<JobRecord>, Error> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE user_id = ? AND id = ?"
+        )))
+        .bind(user)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(job))
+    }
+
+    /// The job whose runs go to `thread_id`.
+    pub async fn job_of_thread(&self, thread_id: &str) -> Result<Option<JobRecord>, Error> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE thread_id = ?"
+        )))
+        .bind(thread_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(job))
+    }
+
+    /// `user`'s jobs, oldest first.
+    pub async fn jobs(&self, user: &str) -> Result<Vec<JobRecord>, Error> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE user_id = ? ORDER BY created_at, id"
+        )))
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(job).collect())
+    }
+
+    /// Deletes `user`'s job (its runs and thread stay); false if none.
+    pub async fn delete_job(&self, user: &str, id: &str) -> Result<bool, Error> {
+        let result = sqlx::query("DELETE FROM automation_jobs WHERE user_id = ? AND id = ?")
+            .bind(user)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    /// Enabled jobs whose next tick is at or before `now_ms`.
+    pub async fn due_jobs(&self, now_ms: i64, limit: u32) -> Result<Vec<JobRecord>, Error> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE enabled = 1 AND next_run_at <= ? \
+             ORDER BY next_run_at LIMIT ?"
+        )))
+        .bind(now_ms)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(job).collect())
+    }
+
+    /// Moves a job from tick `due` to `next`; false when another scheduler
+    /// (or a change to the job) got there first.
+    pub async fn advance_job(&self, id: &str, due: i64, next: Option<i64>) -> Result<bool, Error> {
+        let result = sqlx::query(
+            "UPDATE automation_jobs SET next_run_at = ? WHERE id = ? AND next_run_at = ? AND enabled = 1",
+        )
+        .bind(next)
+        .bind(id)
+        .bind(due)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    /// The runs on a thread, newest first (at most `limit`).
+    pub async fn thread_runs(&self, thread_id: &str, limit: u32) -> Result<Vec<RunRecord>, Error> {
+        let rows = sqlx::query(
+            "SELECT task_id, thread_id, run_id, status, input, error, usage, created_at, started_at, finished_at \
+             FROM runs WHERE thread_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+        )
+        .bind(thread_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(record).collect())
     }
 }

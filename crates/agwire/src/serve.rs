@@ -140,6 +140,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         let _ = tcp.set_nodelay(true);
     });
     let app = service.router();
+    let scheduler = service.clone();
+    tokio::spawn(async move { scheduler.schedule_jobs(Duration::from_secs(1)).await });
     let draining = service.clone();
     let grace = Duration::from_secs(config.grace_seconds);
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();

@@ -1,0 +1,347 @@
+//! Automation jobs: `POST/GET/PATCH/DELETE /api/v1/automation/jobs`, their
+//! runs, and the scheduler that starts due ticks as `runtime_mode:
+//! automation` runs on the job's own thread.
+//!
+//! Each tick runs at most once — across restarts and replicas — because
+//! the tick's run id is derived from the job and the tick
+//! (`job-{id}-{tick ms}`): the scheduler first accepts that run (a second
+//! accept of the same id and body is the idempotent re-post), then moves the
+//! job to its next tick with a compare-and-set on the tick it fired. A crash
+//! between the two repeats the accept, which changes nothing.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use serde_json::{Map, Value, json};
+
+use crate::agents::JobRuntime;
+use crate::error::Error;
+use crate::http::{Service, User, detail};
+use crate::schedule::Schedule;
+use crate::store::{Admission, JobRecord};
+
+/// Longest job name and prompt.
+const MAX_NAME: usize = 200;
+const MAX_PROMPT: usize = 10_000;
+/// Jobs one user may have.
+const MAX_JOBS_PER_USER: usize = 100;
+/// Due jobs started per scheduler pass.
+const BATCH: u32 = 100;
+
+fn unprocessable(message: impl AsRef<str>) -> Response {
+    detail(StatusCode::UNPROCESSABLE_ENTITY, message.as_ref())
+}
+
+fn show(job: &JobRecord) -> Value {
+    let schedule: Value = serde_json::from_str(&job.schedule).unwrap_or(Value::Null);
+    let config: Value = serde_json::from_str(&job.config).unwrap_or_else(|_| json!({}));
+    let at = |ms: Option<i64>| {
+        ms.and_then(|ms| Timestamp::from_millisecond(ms).ok())
+            .map(|t| t.to_string())
+    };
+    json!({
+        "id": job.id,
+        "name": job.name,
+        "schedule": schedule,
+        "timezone": job.timezone,
+        "prompt": job.prompt,
+        "config": config,
+        "enabled": job.enabled,
+        "threadId": job.thread_id,
+        "nextRunAt": at(job.next_run_at),
+        "createdAt": at(Some(job.created_at)),
+        "updatedAt": at(Some(job.updated_at)),
+    })
+}
+
+/// Applies the fields of `patch` to `job` (all fields when creating),
+/// checking each; recomputes the next tick.
+fn apply(
+    service: &Service,
+    job: &mut JobRecord,
+    patch: &Map<String, Value>,
+    now: Timestamp,
+) -> Result<(), Response> {
+    const FIELDS: [&str; 6] = [
+        "name", "schedule", "timezone", "prompt", "config", "enabled",
+    ];
+    if let Some(key) = patch.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(unprocessable(format!("unknown job field '{key}'")));
+    }
+    if let Some(name) = patch.get("name") {
+        match name.as_str().map(str::trim) {
+            Some(n) if !n.is_empty() && n.chars().count() <= MAX_NAME => {
+                n.clone_into(&mut job.name)
+            }
+            _ => return Err(unprocessable("name must be 1 to 200 characters")),
+        }
+    }
+    if let Some(prompt) = patch.get("prompt") {
+        match prompt.as_str() {
+            Some(p) if !p.trim().is_empty() && p.chars().count() <= MAX_PROMPT => {
+                p.clone_into(&mut job.prompt);
+            }
+            _ => return Err(unprocessable("prompt must be 1 to 10000 characters")),
+        }
+    }
+    if let Some(zone) = patch.get("timezone") {
+        match zone.as_str().filter(|z| TimeZone::get(z).is_ok()) {
+            Some(z) => z.clone_into(&mut job.timezone),
+            None => return Err(unprocessable("timezone must be an IANA time zone")),
+        }
+    }
+    if let Some(schedule) = patch.get("schedule") {
+        let parsed: Schedule = serde_json::from_value(schedule.clone()).map_err(|_| {
+            unprocessable(
+                "schedule must be {\"cron\": \"m h dom mon dow\"} or {\"every_seconds\": n}",
+            )
+        })?;
+        parsed
+            .check()
+            .map_err(|e| unprocessable(format!("invalid schedule: {e}")))?;
+        job.schedule = serde_json::to_string(&parsed).unwrap_or_default();
+    }
+    if let Some(config) = patch.get("config") {
+        let parsed: JobRuntime = serde_json::from_value(config.clone())
+            .map_err(|e| unprocessable(format!("invalid config: {e}")))?;
+        service
+            .runtime
+            .for_job(&parsed)
+            .map_err(|e| unprocessable(format!("invalid config: {e}")))?;
+        job.config = serde_json::to_string(&parsed).unwrap_or_default();
+    }
+    if let Some(enabled) = patch.get("enabled") {
+        job.enabled = enabled
+            .as_bool()
+            .ok_or_else(|| unprocessable("enabled must be a boolean"))?;
+    }
+    job.next_run_at = if job.enabled {
+        let schedule: Schedule = serde_json::from_str(&job.schedule)
+            .map_err(|_| unprocessable("schedule is required"))?;
+        let zone = TimeZone::get(&job.timezone).unwrap_or(TimeZone::UTC);
+        let next = schedule
+            .next_after(now, &zone)
+            .map_err(|e| unprocessable(format!("invalid schedule: {e}")))?;
+        Some(next.as_millisecond())
+    } else {
+        None
+    };
+    job.updated_at = now.as_millisecond();
+    Ok(())
+}
+
+fn body_object(body: &[u8]) -> Result<Map<String, Value>, Response> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(unprocessable("the body must be a JSON object")),
+    }
+}
+
+pub(crate) async fn create(
+    State(service): State<Service>,
+    User(user): User,
+    body: axum::body::Bytes,
+) -> Response {
+    let patch = match body_object(&body) {
+        Ok(patch) => patch,
+        Err(response) => return response,
+    };
+    for required in ["name", "schedule", "timezone", "prompt"] {
+        if !patch.contains_key(required) {
+            return unprocessable(format!("{required} is required"));
+        }
+    }
+    match service.store.jobs(&user).await {
+        Ok(jobs) if jobs.len() >= MAX_JOBS_PER_USER => {
+            return unprocessable("too many automation jobs (at most 100)");
+        }
+        Ok(_) => {}
+        Err(error) => return error.into(),
+    }
+    let now = Timestamp::now();
+    let mut job = JobRecord {
+        id: uuid::Uuid::now_v7().to_string(),
+        user_id: user,
+        name: String::new(),
+        schedule: String::new(),
+        timezone: String::new(),
+        prompt: String::new(),
+        config: "{}".into(),
+        enabled: true,
+        thread_id: uuid::Uuid::new_v4().to_string(),
+        next_run_at: None,
+        created_at: now.as_millisecond(),
+        updated_at: now.as_millisecond(),
+    };
+    if let Err(response) = apply(&service, &mut job, &patch, now) {
+        return response;
+    }
+    match service.store.put_job(&job).await {
+        Ok(_) => (StatusCode::CREATED, axum::Json(show(&job))).into_response(),
+        Err(error) => error.into(),
+    }
+}
+
+pub(crate) async fn list(State(service): State<Service>, User(user): User) -> Response {
+    match service.store.jobs(&user).await {
+        Ok(jobs) => {
+            axum::Json(json!({"jobs": jobs.iter().map(show).collect::<Vec<_>>()})).into_response()
+        }
+        Err(error) => error.into(),
+    }
+}
+
+async fn owned(service: &Service, user: &str, id: &str) -> Result<JobRecord, Response> {
+    match service.store.job(user, id).await {
+        Ok(Some(job)) => Ok(job),
+        Ok(None) => Err(detail(StatusCode::NOT_FOUND, "job not found")),
+        Err(error) => Err(error.into()),
+    }
+}
+
+pub(crate) async fn read(
+    State(service): State<Service>,
+    User(user): User,
+    Path(id): Path<String>,
+) -> Response {
+    match owned(&service, &user, &id).await {
+        Ok(job) => axum::Json(show(&job)).into_response(),
+        Err(response) => response,
+    }
+}
+
+pub(crate) async fn update(
+    State(service): State<Service>,
+    User(user): User,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let mut job = match owned(&service, &user, &id).await {
+        Ok(job) => job,
+        Err(response) => return response,
+    };
+    let patch = match body_object(&body) {
+        Ok(patch) => patch,
+        Err(response) => return response,
+    };
+    if let Err(response) = apply(&service, &mut job, &patch, Timestamp::now()) {
+        return response;
+    }
+    match service.store.put_job(&job).await {
+        Ok(_) => axum::Json(show(&job)).into_response(),
+        Err(error) => error.into(),
+    }
+}
+
+pub(crate) async fn remove(
+    State(service): State<Service>,
+    User(user): User,
+    Path(id): Path<String>,
+) -> Response {
+    match service.store.delete_job(&user, &id).await {
+        Ok(true) => StatusCode::NO_CONTENT.into_response(),
+        Ok(false) => detail(StatusCode::NOT_FOUND, "job not found"),
+        Err(error) => error.into(),
+    }
+}
+
+pub(crate) async fn runs(
+    State(service): State<Service>,
+    User(user): User,
+    Path(id): Path<String>,
+) -> Response {
+    let job = match owned(&service, &user, &id).await {
+        Ok(job) => job,
+        Err(response) => return response,
+    };
+    match service.store.thread_runs(&job.thread_id, 100).await {
+        Ok(runs) => axum::Json(json!({"runs": runs.iter().map(|run| json!({
+            "taskId": run.task_id,
+            "runId": run.run_id,
+            "threadId": run.thread_id,
+            "status": run.status,
+            "createdAt": run.created_at,
+            "startedAt": run.started_at,
+            "finishedAt": run.finished_at,
+        })).collect::<Vec<_>>()}))
+        .into_response(),
+        Err(error) => error.into(),
+    }
+}
+
+/// The run a job's tick starts (the same bytes every time for one tick, so
+/// a repeated accept is the idempotent re-post).
+fn tick_input(job: &JobRecord, due_ms: i64) -> Result<agwire_core::RunAgentInput, Error> {
+    let run_id = format!("job-{}-{due_ms}", job.id);
+    let input = json!({
+        "threadId": job.thread_id,
+        "runId": run_id,
+        "state": {},
+        "messages": [{"id": format!("{run_id}-u"), "role": "user", "content": job.prompt}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {"runtime_mode": "automation"},
+    });
+    Ok(serde_json::from_value(input)?)
+}
+
+impl Service {
+    /// Starts every job tick due at `now` (the scheduler calls this about
+    /// once a second; tests call it with their own clock). Returns the run
+    /// ids it started; a tick another scheduler already started is not
+    /// started again. Ticks missed while the service was down fire once, not
+    /// once per missed tick.
+    pub async fn run_due_jobs(&self, now: Timestamp) -> Result<Vec<String>, Error> {
+        let mut started = Vec::new();
+        for job in self.store.due_jobs(now.as_millisecond(), BATCH).await? {
+            let Some(due) = job.next_run_at else {
+                continue;
+            };
+            let input = tick_input(&job, due)?;
+            let run_id = input.run_id.clone();
+            let admission = Admission {
+                enqueue: true,
+                whole_history: false,
+            };
+            let accepted = match self.accept(&job.user_id, input, admission).await {
+                Ok(accepted) => accepted,
+                Err(Error::Unavailable(_)) => return Ok(started),
+                Err(error) => {
+                    tracing::error!(job = job.id, %error, "could not start a job's run");
+                    continue;
+                }
+            };
+            let schedule: Schedule = serde_json::from_str(&job.schedule)?;
+            let zone = TimeZone::get(&job.timezone).unwrap_or(TimeZone::UTC);
+            let from = now.max(Timestamp::from_millisecond(due).unwrap_or(now));
+            let next = schedule
+                .next_after(from, &zone)
+                .ok()
+                .map(|t| t.as_millisecond());
+            // Whoever moves the job on, the run exists once: the accept
+            // that created it is the one that started it.
+            self.store.advance_job(&job.id, due, next).await?;
+            if !accepted.replayed {
+                started.push(run_id);
+            }
+        }
+        Ok(started)
+    }
+
+    /// Runs the scheduler until the service shuts down.
+    pub async fn schedule_jobs(&self, period: std::time::Duration) {
+        let mut interval = tokio::time::interval(period);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = interval.tick() => {}
+                () = self.stopping() => return,
+            }
+            if let Err(error) = self.run_due_jobs(Timestamp::now()).await {
+                tracing::error!(%error, "scheduler pass failed");
+            }
+        }
+    }
+}
