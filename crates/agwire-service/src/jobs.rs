@@ -63,19 +63,19 @@ fn apply(
     job: &mut JobRecord,
     patch: &Map<String, Value>,
     now: Timestamp,
-) -> Result<(), Response> {
+) -> Result<(), String> {
     const FIELDS: [&str; 6] = [
         "name", "schedule", "timezone", "prompt", "config", "enabled",
     ];
     if let Some(key) = patch.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(unprocessable(format!("unknown job field '{key}'")));
+        return Err(format!("unknown job field '{key}'"));
     }
     if let Some(name) = patch.get("name") {
         match name.as_str().map(str::trim) {
             Some(n) if !n.is_empty() && n.chars().count() <= MAX_NAME => {
-                n.clone_into(&mut job.name)
+                n.clone_into(&mut job.name);
             }
-            _ => return Err(unprocessable("name must be 1 to 200 characters")),
+            _ => return Err("name must be 1 to 200 characters".to_owned()),
         }
     }
     if let Some(prompt) = patch.get("prompt") {
@@ -83,47 +83,45 @@ fn apply(
             Some(p) if !p.trim().is_empty() && p.chars().count() <= MAX_PROMPT => {
                 p.clone_into(&mut job.prompt);
             }
-            _ => return Err(unprocessable("prompt must be 1 to 10000 characters")),
+            _ => return Err("prompt must be 1 to 10000 characters".to_owned()),
         }
     }
     if let Some(zone) = patch.get("timezone") {
         match zone.as_str().filter(|z| TimeZone::get(z).is_ok()) {
             Some(z) => z.clone_into(&mut job.timezone),
-            None => return Err(unprocessable("timezone must be an IANA time zone")),
+            None => return Err("timezone must be an IANA time zone".to_owned()),
         }
     }
     if let Some(schedule) = patch.get("schedule") {
         let parsed: Schedule = serde_json::from_value(schedule.clone()).map_err(|_| {
-            unprocessable(
-                "schedule must be {\"cron\": \"m h dom mon dow\"} or {\"every_seconds\": n}",
-            )
+            "schedule must be {\"cron\": \"m h dom mon dow\"} or {\"every_seconds\": n}".to_owned()
         })?;
         parsed
             .check()
-            .map_err(|e| unprocessable(format!("invalid schedule: {e}")))?;
+            .map_err(|e| format!("invalid schedule: {e}"))?;
         job.schedule = serde_json::to_string(&parsed).unwrap_or_default();
     }
     if let Some(config) = patch.get("config") {
-        let parsed: JobRuntime = serde_json::from_value(config.clone())
-            .map_err(|e| unprocessable(format!("invalid config: {e}")))?;
+        let parsed: JobRuntime =
+            serde_json::from_value(config.clone()).map_err(|e| format!("invalid config: {e}"))?;
         service
             .runtime
             .for_job(&parsed)
-            .map_err(|e| unprocessable(format!("invalid config: {e}")))?;
+            .map_err(|e| format!("invalid config: {e}"))?;
         job.config = serde_json::to_string(&parsed).unwrap_or_default();
     }
     if let Some(enabled) = patch.get("enabled") {
         job.enabled = enabled
             .as_bool()
-            .ok_or_else(|| unprocessable("enabled must be a boolean"))?;
+            .ok_or_else(|| "enabled must be a boolean".to_owned())?;
     }
     job.next_run_at = if job.enabled {
-        let schedule: Schedule = serde_json::from_str(&job.schedule)
-            .map_err(|_| unprocessable("schedule is required"))?;
+        let schedule: Schedule =
+            serde_json::from_str(&job.schedule).map_err(|_| "schedule is required".to_owned())?;
         let zone = TimeZone::get(&job.timezone).unwrap_or(TimeZone::UTC);
         let next = schedule
             .next_after(now, &zone)
-            .map_err(|e| unprocessable(format!("invalid schedule: {e}")))?;
+            .map_err(|e| format!("invalid schedule: {e}"))?;
         Some(next.as_millisecond())
     } else {
         None
@@ -132,21 +130,22 @@ fn apply(
     Ok(())
 }
 
-fn body_object(body: &[u8]) -> Result<Map<String, Value>, Response> {
+fn body_object(body: &[u8]) -> Option<Map<String, Value>> {
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(map)) => Ok(map),
-        _ => Err(unprocessable("the body must be a JSON object")),
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
     }
 }
+
+const NOT_AN_OBJECT: &str = "the body must be a JSON object";
 
 pub(crate) async fn create(
     State(service): State<Service>,
     User(user): User,
     body: axum::body::Bytes,
 ) -> Response {
-    let patch = match body_object(&body) {
-        Ok(patch) => patch,
-        Err(response) => return response,
+    let Some(patch) = body_object(&body) else {
+        return unprocessable(NOT_AN_OBJECT);
     };
     for required in ["name", "schedule", "timezone", "prompt"] {
         if !patch.contains_key(required) {
@@ -175,8 +174,8 @@ pub(crate) async fn create(
         created_at: now.as_millisecond(),
         updated_at: now.as_millisecond(),
     };
-    if let Err(response) = apply(&service, &mut job, &patch, now) {
-        return response;
+    if let Err(why) = apply(&service, &mut job, &patch, now) {
+        return unprocessable(why);
     }
     match service.store.put_job(&job).await {
         Ok(_) => (StatusCode::CREATED, axum::Json(show(&job))).into_response(),
@@ -193,11 +192,11 @@ pub(crate) async fn list(State(service): State<Service>, User(user): User) -> Re
     }
 }
 
-async fn owned(service: &Service, user: &str, id: &str) -> Result<JobRecord, Response> {
+async fn owned(service: &Service, user: &str, id: &str) -> Result<JobRecord, Box<Response>> {
     match service.store.job(user, id).await {
         Ok(Some(job)) => Ok(job),
-        Ok(None) => Err(detail(StatusCode::NOT_FOUND, "job not found")),
-        Err(error) => Err(error.into()),
+        Ok(None) => Err(Box::new(detail(StatusCode::NOT_FOUND, "job not found"))),
+        Err(error) => Err(Box::new(error.into())),
     }
 }
 
@@ -208,7 +207,7 @@ pub(crate) async fn read(
 ) -> Response {
     match owned(&service, &user, &id).await {
         Ok(job) => axum::Json(show(&job)).into_response(),
-        Err(response) => response,
+        Err(response) => *response,
     }
 }
 
@@ -220,14 +219,13 @@ pub(crate) async fn update(
 ) -> Response {
     let mut job = match owned(&service, &user, &id).await {
         Ok(job) => job,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
-    let patch = match body_object(&body) {
-        Ok(patch) => patch,
-        Err(response) => return response,
+    let Some(patch) = body_object(&body) else {
+        return unprocessable(NOT_AN_OBJECT);
     };
-    if let Err(response) = apply(&service, &mut job, &patch, Timestamp::now()) {
-        return response;
+    if let Err(why) = apply(&service, &mut job, &patch, Timestamp::now()) {
+        return unprocessable(why);
     }
     match service.store.put_job(&job).await {
         Ok(_) => axum::Json(show(&job)).into_response(),
@@ -254,7 +252,7 @@ pub(crate) async fn runs(
 ) -> Response {
     let job = match owned(&service, &user, &id).await {
         Ok(job) => job,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     match service.store.thread_runs(&job.thread_id, 100).await {
         Ok(runs) => axum::Json(json!({"runs": runs.iter().map(|run| json!({
