@@ -295,6 +295,7 @@ impl Service {
         ("PATCH", "/api/v1/automation/jobs/{id}"),
         ("DELETE", "/api/v1/automation/jobs/{id}"),
         ("GET", "/api/v1/automation/jobs/{id}/runs"),
+        ("GET", "/api/v1/calendar/events"),
     ];
 
     /// The API routes.
@@ -326,6 +327,7 @@ impl Service {
                     .delete(crate::jobs::remove),
             )
             .route("/api/v1/automation/jobs/{id}/runs", get(crate::jobs::runs))
+            .route("/api/v1/calendar/events", get(calendar_events))
             .with_state(self.clone())
     }
 
@@ -1303,6 +1305,45 @@ async fn post_agui(State(service): State<Service>, User(user): User, request: Re
         .choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     match service.accept(&user, input, admission).await {
         Ok(accepted) => service.stream(accepted.task_id, 0, format),
+        Err(error) => error.into(),
+    }
+}
+
+/// `GET /api/v1/calendar/events?from=&to=`: the user's events overlapping
+/// the range (RFC 3339 instants; default: from now, 30 days), each shown in
+/// its own zone and in UTC.
+async fn calendar_events(
+    State(service): State<Service>,
+    User(user): User,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let instant = |key: &str| match query.get(key) {
+        None => Ok(None),
+        Some(text) => text.parse::<jiff::Timestamp>().map(Some).map_err(|_| {
+            detail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &format!("{key} must be an RFC 3339 date-time with an offset"),
+            )
+        }),
+    };
+    let (from, to) = match (instant("from"), instant("to")) {
+        (Ok(from), Ok(to)) => (from, to),
+        (Err(response), _) | (_, Err(response)) => return response,
+    };
+    let from = from.unwrap_or_else(jiff::Timestamp::now);
+    let to = to.unwrap_or_else(|| from + jiff::SignedDuration::from_hours(24 * 30));
+    if to <= from {
+        return detail(StatusCode::UNPROCESSABLE_ENTITY, "to must be after from");
+    }
+    match service
+        .store
+        .calendar_events(&user, from.as_millisecond(), to.as_millisecond(), 500)
+        .await
+    {
+        Ok(events) => axum::Json(
+            json!({"events": events.iter().map(crate::tools::event_json).collect::<Vec<_>>()}),
+        )
+        .into_response(),
         Err(error) => error.into(),
     }
 }

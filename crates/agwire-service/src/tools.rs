@@ -281,7 +281,8 @@ fn current_time(args: &Value, env: ToolEnv<'_>) -> Result<ToolOutput, String> {
     ))
 }
 
-fn event_json(event: &CalendarEvent) -> Value {
+/// An event as tools and the calendar API show it.
+pub(crate) fn event_json(event: &CalendarEvent) -> Value {
     let tz = TimeZone::get(&event.timezone).unwrap_or(TimeZone::UTC);
     json!({
         "id": event.id,
