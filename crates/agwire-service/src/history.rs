@@ -110,7 +110,7 @@ fn render(stored: &StoredMessage, sign: &dyn Fn(&str) -> String) -> Value {
                 _ => String::new(),
             };
             json!({"id": other.id(), "seq": stored.seq, "role": "assistant", "content": content,
-                   "ui_schema": null, "timestamp": timestamp})
+                   "ui_schema": stored.ui_schema, "timestamp": timestamp})
         }
     }
 }
@@ -131,6 +131,7 @@ mod tests {
             )
             .unwrap(),
             created_at: at(iso),
+            ui_schema: None,
         }
     }
 
@@ -204,6 +205,7 @@ mod tests {
             ]}))
             .unwrap(),
             created_at: at("2026-03-14T10:00:00Z"),
+            ui_schema: None,
         };
         let snap = snapshot(Some("t"), &[stored], &TimeZone::UTC, None, &|u| {
             format!("https://svc/{u}?sig=x")

@@ -213,6 +213,7 @@ impl Service {
                     usage: None,
                     terminal: &error,
                     output: &[],
+                    ui_schema: None,
                 };
                 self.store.end_run(&run.task_id, &ending, now_ms()).await?;
                 tracing::warn!(
@@ -464,12 +465,21 @@ impl Service {
             })
             .cloned()
             .collect();
+        // The turn's UI streamed as an `ui_schema` activity; the last one is
+        // what history shows under the answer.
+        let ui_schema = said.iter().rev().find_map(|m| match m {
+            agwire_core::Message::Activity(a) if a.activity_type == "ui_schema" => {
+                Some(Value::Object(a.content.clone()))
+            }
+            _ => None,
+        });
         let ending = Ending {
             status,
             error: error.as_ref(),
             usage: usage.as_ref(),
             terminal,
             output: &output,
+            ui_schema: ui_schema.as_ref(),
         };
         let started = std::time::Instant::now();
         match self.store.end_run(task_id, &ending, now_ms()).await {

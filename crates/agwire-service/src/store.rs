@@ -113,6 +113,9 @@ CREATE TABLE automation_jobs (
 CREATE INDEX jobs_by_user ON automation_jobs (user_id, created_at);
 CREATE INDEX jobs_due ON automation_jobs (enabled, next_run_at);
 ",
+    r"
+ALTER TABLE messages ADD COLUMN ui_schema TEXT;
+",
 ];
 
 /// Run states. `queued` and `running` are active; the rest are final.
@@ -596,6 +599,8 @@ pub struct Ending<'a> {
     pub terminal: &'a Event,
     /// What the run said (assistant and tool messages), for its thread.
     pub output: &'a [Message],
+    /// The turn's `UiSchemaRenderer`, kept on its last assistant message.
+    pub ui_schema: Option<&'a serde_json::Value>,
 }
 
 /// Appends `events` to a run's log in one statement (one round trip to the
@@ -719,6 +724,8 @@ pub struct StoredMessage {
     pub message: Message,
     /// When it was stored (ms since the epoch).
     pub created_at: i64,
+    /// The `UiSchemaRenderer` shown under an assistant message.
+    pub ui_schema: Option<serde_json::Value>,
 }
 
 impl Store {
@@ -766,6 +773,22 @@ impl Store {
         };
         let (thread_id, run_id): (String, String) = (row.get("thread_id"), row.get("run_id"));
         insert_messages(&mut tx, &thread_id, &run_id, ending.output, now_ms).await?;
+        let last_answer = ending
+            .output
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::Assistant(_)));
+        if let (Some(schema), Some(answer)) = (ending.ui_schema, last_answer) {
+            sqlx::query(
+                "UPDATE messages SET ui_schema = ? WHERE thread_id = ? AND run_id = ? AND id = ?",
+            )
+            .bind(schema.to_string())
+            .bind(&thread_id)
+            .bind(&run_id)
+            .bind(answer.id())
+            .execute(&mut *tx)
+            .await?;
+        }
         let seq = append_in(&mut *tx, task_id, std::slice::from_ref(ending.terminal)).await?;
         tx.commit().await?;
         Ok(Some(seq))
@@ -798,7 +821,7 @@ impl Store {
         roles: &[&str],
     ) -> Result<Vec<StoredMessage>, Error> {
         let rows = sqlx::query(
-            "SELECT seq, role, body, created_at FROM messages WHERE thread_id = ? ORDER BY seq",
+            "SELECT seq, role, body, created_at, ui_schema FROM messages WHERE thread_id = ? ORDER BY seq",
         )
         .bind(thread_id)
         .fetch_all(&self.pool)
@@ -811,6 +834,9 @@ impl Store {
                     seq: row.get("seq"),
                     message: serde_json::from_str(&body)?,
                     created_at: row.get("created_at"),
+                    ui_schema: row
+                        .get::<Option<String>, _>("ui_schema")
+                        .and_then(|u| serde_json::from_str(&u).ok()),
                 })
             })
             .collect()
