@@ -43,7 +43,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 pub struct Service {
     pub(crate) store: Store,
     hub: Hub,
-    agent: Arc<dyn DynAgent>,
+    brain: Arc<dyn crate::runtime::Brain>,
     shutdown: CancellationToken,
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     attachments: Option<Attachments>,
@@ -146,7 +146,7 @@ impl Service {
         Self {
             store,
             hub: Hub::default(),
-            agent,
+            brain: Arc::new(crate::runtime::Fixed::new(agent, "builtin")),
             shutdown: CancellationToken::new(),
             running: Arc::default(),
             attachments: None,
@@ -158,6 +158,13 @@ impl Service {
             draining: Arc::default(),
             stop: CancellationToken::new(),
         }
+    }
+
+    /// What builds each run's agent (default: the agent given to
+    /// [`Service::new`], for every run).
+    pub fn with_brain(mut self, brain: Arc<dyn crate::runtime::Brain>) -> Self {
+        self.brain = brain;
+        self
     }
 
     /// The agent catalogue runs choose from (default: the shipped one).
@@ -304,7 +311,9 @@ impl Service {
         Router::new()
             .route(
                 "/healthz",
-                get(|| async { axum::Json(json!({"status": "ok"})) }),
+                get(|service: State<Service>| async move {
+                    axum::Json(json!({"status": "ok", "agent": service.brain.describe()}))
+                }),
             )
             .route("/metrics", get(get_metrics))
             .route("/openapi.json", get(get_openapi))
@@ -397,7 +406,20 @@ impl Service {
     /// ending the run (status, output, terminal event) in one transaction.
     async fn execute(&self, task_id: &str, input: RunAgentInput, cancel: CancellationToken) {
         let (tx, mut rx) = mpsc::channel(64);
-        let agent = self.agent.clone();
+        let agent = match self.setup(&input).await {
+            Ok(setup) => self.brain.agent(setup),
+            Err(error) => {
+                tracing::error!(%error, "could not prepare the run");
+                let failure = Event::RunError(RunErrorEvent {
+                    message: "the run could not be prepared".into(),
+                    code: Some("internal".into()),
+                    usage: None,
+                    base: BaseEvent::default(),
+                });
+                self.end(task_id, &failure, &[]).await;
+                return;
+            }
+        };
         let producer = tokio::spawn(async move { run_detached(&*agent, input, tx, cancel).await });
         // What the run says, folded into the thread's messages at its end.
         let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
@@ -432,6 +454,64 @@ impl Service {
             });
             self.end(task_id, &failure, &output.messages).await;
         }
+    }
+
+    /// What the run's agent needs besides its input.
+    async fn setup(&self, input: &RunAgentInput) -> Result<crate::runtime::RunSetup, Error> {
+        use crate::validate::RuntimeMode;
+        let user = self
+            .store
+            .thread_owner(&input.thread_id)
+            .await?
+            .ok_or_else(|| Error::NotFound("thread not found".into()))?;
+        let settings = self.store.settings(&user).await?;
+        let (mode, client_time) = crate::validate::run_context(input.forwarded_props.as_ref());
+        let clock = crate::clock::RunClock::resolve(
+            client_time.as_ref(),
+            settings.get("timezone").and_then(Value::as_str),
+            jiff::Timestamp::now(),
+        );
+        let locale = settings
+            .get("locale")
+            .and_then(Value::as_str)
+            .unwrap_or("en")
+            .to_owned();
+        let history = self
+            .store
+            .thread_messages(
+                &input.thread_id,
+                &["user", "assistant", "tool", "system", "developer"],
+            )
+            .await?
+            .into_iter()
+            .map(|stored| stored.message)
+            .collect();
+        let runtime = match mode {
+            Some(RuntimeMode::Automation) => {
+                match self.store.job_of_thread(&input.thread_id).await? {
+                    Some(job) => {
+                        let job_runtime: crate::agents::JobRuntime =
+                            serde_json::from_str(&job.config)?;
+                        self.runtime.for_job(&job_runtime)?
+                    }
+                    // An automation run without a job (posted by hand): the
+                    // default agent alone.
+                    None => self
+                        .runtime
+                        .for_job(&crate::agents::JobRuntime::default())?,
+                }
+            }
+            _ => (*self.runtime).clone(),
+        };
+        Ok(crate::runtime::RunSetup {
+            user,
+            mode,
+            clock,
+            locale,
+            history,
+            runtime,
+            store: self.store.clone(),
+        })
     }
 
     /// Writes a run's end; true when this call ended it.

@@ -12,6 +12,7 @@ mod http;
 mod hub;
 mod jobs;
 mod metrics;
+pub mod runtime;
 pub mod schedule;
 pub mod store;
 pub mod tools;

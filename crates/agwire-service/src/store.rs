@@ -270,13 +270,20 @@ impl Store {
         let candidates: Vec<&Message> = if admission.whole_history {
             input.messages.iter().collect()
         } else {
-            // Seed 004 sends exactly one user message: the turn's new message.
-            input
+            // Seed 004 sends exactly one user message — the turn's new one —
+            // and may add tool messages answering the previous turn's
+            // frontend tool calls. Those answers come before it in the thread,
+            // where the conversation needs them.
+            let answers = input
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::Tool(_)));
+            let user = input
                 .messages
                 .iter()
                 .filter(|m| matches!(m, Message::User(_)))
-                .take(1)
-                .collect()
+                .take(1);
+            answers.chain(user).collect()
         };
         let waiting = busy > 0;
         // A run waiting behind another adds its messages when it starts (or

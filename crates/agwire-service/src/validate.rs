@@ -368,6 +368,15 @@ fn forwarded_props(value: Option<&Value>) -> Option<(RuntimeMode, Option<&Map<St
     Some((mode, client_time))
 }
 
+/// The run mode and device time an accepted request carried (read again
+/// from its stored `forwardedProps`; anything unreadable is absent).
+pub fn run_context(props: Option<&Value>) -> (Option<RuntimeMode>, Option<ClientTime>) {
+    match forwarded_props(props) {
+        Some((mode, time)) => (Some(mode), time.and_then(|t| check_client_time(t).ok())),
+        None => (None, None),
+    }
+}
+
 fn check_client_time(time: &Map<String, Value>) -> Result<ClientTime, Rejection> {
     let zone_name = time.get("device_timezone").and_then(Value::as_str);
     let zone = zone_name
