@@ -13,9 +13,8 @@ use agwire_client::core::{Event, RunAgentInput};
 use agwire_codec::sse::SseEventDecoder;
 use agwire_service::store::{Admission, Store};
 use agwire_service::{BuiltinAgent, Service};
-use common::{body, events, peers, post, reqwest_like, serve, sse_with_ids};
+use common::{body, events, post, reqwest_like, serve, sse_with_ids};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_is_accepted_executed_logged_and_resumable() {
@@ -159,9 +158,6 @@ async fn the_post_streams_directly_when_asked_and_the_official_client_reads_it()
         .unwrap();
     assert_eq!(streamed.last().map(Event::type_name), Some("RUN_FINISHED"));
 
-    let Some(interop) = peers::interop_dir() else {
-        return;
-    };
     let spec = json!({
         "url": format!("http://{addr}/api/v1/agent/runs"),
         "format": "sse",
@@ -169,18 +165,9 @@ async fn the_post_streams_directly_when_asked_and_the_official_client_reads_it()
         "runs": [{"runId": "h-1", "messages": [{"id": "u1", "role": "user", "content": "hi there"}],
                   "forwardedProps": {"runtime_mode": "chat"}}]
     });
-    let mut child = tokio::process::Command::new("node")
-        .arg("httpagent.mjs")
-        .current_dir(&interop)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(spec.to_string().as_bytes()).await.unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().await.unwrap();
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let Some(result) = common::http_agent(&spec).await else {
+        return;
+    };
     let run = &result["runs"][0];
     assert_eq!(run["error"], Value::Null, "{run}");
     assert_eq!(run["logs"], json!([]));
