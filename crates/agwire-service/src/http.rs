@@ -1409,16 +1409,16 @@ async fn calendar_events(
 ) -> Response {
     let instant = |key: &str| match query.get(key) {
         None => Ok(None),
-        Some(text) => text.parse::<jiff::Timestamp>().map(Some).map_err(|_| {
-            detail(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                &format!("{key} must be an RFC 3339 date-time with an offset"),
-            )
-        }),
+        Some(text) => text
+            .parse::<jiff::Timestamp>()
+            .map(Some)
+            .map_err(|_| format!("{key} must be an RFC 3339 date-time with an offset")),
     };
     let (from, to) = match (instant("from"), instant("to")) {
         (Ok(from), Ok(to)) => (from, to),
-        (Err(response), _) | (_, Err(response)) => return response,
+        (Err(why), _) | (_, Err(why)) => {
+            return detail(StatusCode::UNPROCESSABLE_ENTITY, &why);
+        }
     };
     let from = from.unwrap_or_else(jiff::Timestamp::now);
     let to = to.unwrap_or_else(|| from + jiff::SignedDuration::from_hours(24 * 30));
