@@ -71,14 +71,19 @@ async fn history(addr: std::net::SocketAddr, thread: &str) -> Vec<(String, Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_thread_is_409_by_default() {
-    let server = start(&Config::default(), slow(20), Auth::none()).await;
+    // Ten words at 100 ms: the thread is busy for a second.
+    let server = start(&Config::default(), slow(100), Auth::none()).await;
     let addr = server.addr;
     let thread = uuid::Uuid::new_v4().to_string();
     assert_eq!(
-        post(addr, &body(&thread, "a", "one two three"), None)
-            .await
-            .status()
-            .as_u16(),
+        post(
+            addr,
+            &body(&thread, "a", "one two three four five six seven"),
+            None
+        )
+        .await
+        .status()
+        .as_u16(),
         202
     );
     let busy = post(addr, &body(&thread, "b", "again"), None).await;
@@ -106,10 +111,12 @@ async fn a_busy_thread_is_409_by_default() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enqueued_runs_wait_their_turn_and_a_queued_cancel_ends_at_once() {
-    let server = start(&enqueue(), slow(15), Auth::none()).await;
+    // `a` streams 23 words at 60 ms: b and c surely wait behind it.
+    let server = start(&enqueue(), slow(60), Auth::none()).await;
     let addr = server.addr;
     let thread = uuid::Uuid::new_v4().to_string();
-    for (run, text) in [("a", "first turn here"), ("b", "second"), ("c", "third")] {
+    let first = "first turn here with enough words to keep the thread busy while two more turns arrive and one is cancelled";
+    for (run, text) in [("a", first), ("b", "second"), ("c", "third")] {
         let response = post(addr, &body(&thread, run, text), None).await;
         assert_eq!(response.status().as_u16(), 202, "{run}");
     }
@@ -148,8 +155,8 @@ async fn enqueued_runs_wait_their_turn_and_a_queued_cancel_ends_at_once() {
     assert_eq!(
         history(addr, &thread).await,
         [
-            ("user".into(), "first turn here".into()),
-            ("assistant".into(), "You said: first turn here".into()),
+            ("user".into(), first.into()),
+            ("assistant".into(), format!("You said: {first}")),
             ("user".into(), "second".into()),
             ("assistant".into(), "You said: second".into()),
         ]
@@ -164,8 +171,8 @@ async fn cancelling_a_running_run_ends_it_cancelled_with_what_it_said() {
     let text = "a b c d e f g h i j k l m n o p q r s t u v w x y z";
     post(addr, &body(&thread, "long", text), None).await;
     // Let it say a little, then stop it.
+    wait_status(addr, "long", "running").await;
     tokio::time::sleep(Duration::from_millis(150)).await;
-    assert_eq!(status(addr, "long").await["status"], "running");
     let answer = cancel(addr, "long").await;
     assert_eq!(answer, json!({"runId": "long", "cancelRequested": true}));
     let log = events(addr, "long", None).await;
