@@ -1,6 +1,6 @@
 //! The built-in deterministic agent used until the LLM runtime arrives: the
 //! fixed two stages (`router`, then `worker`), a streamed reply, and one
-//! backend tool call (`get_time`) when the message asks for the time.
+//! backend tool call (`get_current_time`) when the message asks for the time.
 
 use agwire_core::{Message, RunAgentInput};
 use agwire_server::{Agent, AgentError, RunContext};
@@ -35,7 +35,7 @@ impl Agent for BuiltinAgent {
         ctx.finish_step("router").await?;
         ctx.start_step("worker").await?;
         if text.to_lowercase().contains("time") {
-            let call = ctx.tool_call("get_time", &json!({})).await?;
+            let call = ctx.tool_call("get_current_time", &json!({})).await?;
             let now = jiff::Timestamp::now().to_string();
             ctx.tool_result(&call, json!({"utc": now}).to_string())
                 .await?;

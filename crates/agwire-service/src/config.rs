@@ -39,6 +39,40 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// The built-in agent (used until an LLM is configured).
     pub builtin: BuiltinConfig,
+    /// The agent catalogue (`system_agents.yaml`); without it, the shipped
+    /// one (a general and a calendar assistant).
+    pub agents_file: Option<PathBuf>,
+    /// The LLM provider.
+    pub llm: LlmConfig,
+}
+
+/// `[llm]`: an OpenAI-compatible provider. Without `base_url` the service
+/// runs the pipeline on its deterministic scripted model and says so.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// `https://api.openai.com/v1`, `http://localhost:11434/v1`, …
+    pub base_url: Option<String>,
+    /// Bearer key (prefer `AGWIRE_LLM_API_KEY` to writing it here).
+    pub api_key: Option<String>,
+    /// The worker's model.
+    pub model: String,
+    /// The router's model (default: the worker's).
+    pub router_model: Option<String>,
+    /// Retries before the answer starts (429, 5xx, connection errors).
+    pub max_retries: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            api_key: None,
+            model: "gpt-4o-mini".into(),
+            router_model: None,
+            max_retries: 3,
+        }
+    }
 }
 
 impl Default for Config {
@@ -54,6 +88,8 @@ impl Default for Config {
             attachments: AttachmentsConfig::default(),
             metrics: MetricsConfig::default(),
             builtin: BuiltinConfig::default(),
+            agents_file: None,
+            llm: LlmConfig::default(),
         }
     }
 }

@@ -32,8 +32,8 @@ use crate::metrics::Metrics;
 use crate::store::{Admission, Ending, Store};
 use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 
-/// Backend tools of the built-in agent (frontend tools may not reuse them).
-const BACKEND_TOOLS: &[&str] = &["get_time", "calendar_write"];
+/// Backend tools (frontend tools may not reuse their names).
+const BACKEND_TOOLS: &[&str] = &crate::tools::NAMES;
 /// Keep-alive comment period on idle SSE streams.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 

@@ -309,7 +309,7 @@ async fn the_agui_endpoint_refuses_what_is_not_a_run() {
             send(
                 {
                     let mut r = run("t", "r");
-                    r["tools"] = json!([{"name": "get_time", "description": "mine", "parameters": {}}]);
+                    r["tools"] = json!([{"name": "get_current_time", "description": "mine", "parameters": {}}]);
                     r.to_string()
                 },
                 "application/json",
@@ -317,7 +317,7 @@ async fn the_agui_endpoint_refuses_what_is_not_a_run() {
             .await
             .unwrap(),
             422,
-            "RunAgentInput.tools: 'get_time' is the name of a backend tool; frontend tools must not reuse it".to_owned(),
+            "RunAgentInput.tools: 'get_current_time' is the name of a backend tool; frontend tools must not reuse it".to_owned(),
         ),
     ];
     for (response, want_status, want) in cases {

@@ -248,12 +248,12 @@ async fn every_rule_on_both_sides_of_its_boundary() {
             with(
                 body(&thread(), "r", "hi"),
                 "/tools",
-                json!([{"name": "get_time", "description": "d", "parameters": {"type": "object"}}]),
+                json!([{"name": "get_current_time", "description": "d", "parameters": {"type": "object"}}]),
             )
             .to_string(),
             Some((
                 422,
-                "RunAgentInput.tools: 'get_time' is the name of a backend tool; frontend tools must not reuse it",
+                "RunAgentInput.tools: 'get_current_time' is the name of a backend tool; frontend tools must not reuse it",
             )),
         ),
     ];

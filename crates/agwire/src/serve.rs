@@ -7,7 +7,11 @@ use std::time::Duration;
 
 use agwire_service::attachments::Attachments;
 use agwire_service::auth::Auth;
+use agwire_llm::{ChatModel, OpenAiCompatible, OpenAiConfig};
+use agwire_service::agents::RuntimeConfig;
 use agwire_service::config::{BusyThread, Config};
+use agwire_service::pipeline::LlmBrain;
+use agwire_service::runtime::Brain;
 use agwire_service::store::Store;
 use agwire_service::{BuiltinAgent, Service};
 use axum::serve::ListenerExt;
@@ -47,9 +51,24 @@ pub(crate) struct ServeArgs {
     /// How long running runs may take to finish on shutdown [default: 10].
     #[arg(long, env = "AGWIRE_GRACE", value_name = "SECONDS")]
     grace: Option<u64>,
-    /// Pause between the built-in agent's streamed words, in milliseconds.
+    /// Pause between the scripted model's streamed pieces, in milliseconds.
     #[arg(long, env = "AGWIRE_BUILTIN_TOKEN_DELAY_MS", hide = true)]
     builtin_token_delay_ms: Option<u64>,
+    /// The agent catalogue (`system_agents.yaml`).
+    #[arg(long = "agents", env = "AGWIRE_AGENTS_FILE", value_name = "FILE")]
+    agents_file: Option<PathBuf>,
+    /// OpenAI-compatible base URL (without it: the scripted model).
+    #[arg(long, env = "AGWIRE_LLM_BASE_URL")]
+    llm_base_url: Option<String>,
+    /// The provider's key.
+    #[arg(long, env = "AGWIRE_LLM_API_KEY", hide_env_values = true)]
+    llm_api_key: Option<String>,
+    /// The worker's model.
+    #[arg(long, env = "AGWIRE_LLM_MODEL")]
+    llm_model: Option<String>,
+    /// The router's model.
+    #[arg(long, env = "AGWIRE_LLM_ROUTER_MODEL")]
+    llm_router_model: Option<String>,
 }
 
 impl ServeArgs {
@@ -89,6 +108,21 @@ impl ServeArgs {
         if let Some(delay) = self.builtin_token_delay_ms {
             config.builtin.token_delay_ms = delay;
         }
+        if let Some(file) = &self.agents_file {
+            config.agents_file = Some(file.clone());
+        }
+        if let Some(url) = self.llm_base_url.as_ref().filter(|u| !u.is_empty()) {
+            config.llm.base_url = Some(url.clone());
+        }
+        if let Some(key) = self.llm_api_key.as_ref().filter(|k| !k.is_empty()) {
+            config.llm.api_key = Some(key.clone());
+        }
+        if let Some(model) = &self.llm_model {
+            config.llm.model.clone_from(model);
+        }
+        if let Some(model) = &self.llm_router_model {
+            config.llm.router_model = Some(model.clone());
+        }
         config.check().map_err(|e| e.to_string())?;
         Ok(config)
     }
@@ -120,9 +154,14 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         }
         None => Auth::none(),
     };
-    let agent =
-        BuiltinAgent::with_token_delay(Duration::from_millis(config.builtin.token_delay_ms));
-    let service = Service::new(store, Arc::new(agent))
+    let runtime = match &config.agents_file {
+        Some(path) => RuntimeConfig::load(path).map_err(|e| e.to_string())?,
+        None => RuntimeConfig::builtin(),
+    };
+    let brain = brain(&config)?;
+    let service = Service::new(store, Arc::new(BuiltinAgent::default()))
+        .with_brain(brain)
+        .with_runtime(runtime)
         .with_config(&config)
         .with_attachments(attachments)
         .with_auth(auth);
@@ -131,7 +170,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("{}: {e}", config.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!(%addr, data_dir = %data_dir.display(), busy_thread = ?config.runs.busy_thread, "agwire serve listening (built-in agent, no LLM configured)");
+    tracing::info!(%addr, data_dir = %data_dir.display(), busy_thread = ?config.runs.busy_thread, "agwire serve listening");
     {
         use std::io::Write;
         let _ = writeln!(std::io::stdout().lock(), "listening http://{addr}");
@@ -171,6 +210,31 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// The LLM pipeline on the configured provider, or on the scripted model.
+fn brain(config: &Config) -> Result<Arc<dyn Brain>, String> {
+    let delay = Duration::from_millis(config.builtin.token_delay_ms);
+    let Some(base_url) = &config.llm.base_url else {
+        tracing::warn!(
+            "no LLM provider configured (llm.base_url / AGWIRE_LLM_BASE_URL): runs use the deterministic scripted model"
+        );
+        let model: Arc<dyn ChatModel> = Arc::new(agwire_service::demo::model(delay));
+        return Ok(Arc::new(LlmBrain::new(model.clone(), model)));
+    };
+    let provider = |model: &str| -> Result<Arc<dyn ChatModel>, String> {
+        let mut llm = OpenAiConfig::new(base_url.clone(), model);
+        llm.api_key.clone_from(&config.llm.api_key);
+        llm.max_retries = config.llm.max_retries;
+        Ok(Arc::new(OpenAiCompatible::new(llm).map_err(|e| e.to_string())?))
+    };
+    let worker = provider(&config.llm.model)?;
+    let router = match &config.llm.router_model {
+        Some(model) => provider(model)?,
+        None => worker.clone(),
+    };
+    tracing::info!(base_url, model = config.llm.model, "LLM provider");
+    Ok(Arc::new(LlmBrain::new(router, worker)))
 }
 
 async fn shutdown_signal() {

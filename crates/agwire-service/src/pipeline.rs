@@ -1,0 +1,443 @@
+//! The LLM pipeline behind every run: STEP `router` (one structured call
+//! picks the agent for the turn from the catalogue), then STEP `worker` (the
+//! chosen agent answers with the thread's history, streaming text and
+//! reasoning, calling backend tools server-side and handing frontend tools
+//! back to the client). The mode (chat or automation) changes only the
+//! catalogue the router sees, never the stages.
+
+use std::sync::Arc;
+
+use agwire_core::{Content, ContentPart, Message, PartSource, RunAgentInput, TokenUsage};
+use agwire_llm::{
+    ChatEvent, ChatMessage, ChatModel, ChatRequest, ToolCall, ToolChoice, ToolSpec, UserPart,
+};
+use agwire_server::{Agent, AgentError, DynAgent, RunContext};
+use serde_json::{Value, json};
+
+use crate::agents::AgentSpec;
+use crate::runtime::{Brain, RunSetup};
+use crate::tools::{BackendTools, ToolEnv};
+
+/// Most model calls in one worker step (each tool round is one).
+pub const MAX_ROUNDS: usize = 8;
+/// Most history messages sent to the model (the newest ones).
+pub const MAX_HISTORY: usize = 60;
+
+/// The LLM brain: a router model and a worker model (they may be the same),
+/// and the backend tools.
+#[derive(Clone)]
+pub struct LlmBrain {
+    router: Arc<dyn ChatModel>,
+    worker: Arc<dyn ChatModel>,
+    tools: Arc<BackendTools>,
+}
+
+impl std::fmt::Debug for LlmBrain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmBrain")
+            .field("router", &self.router.name())
+            .field("worker", &self.worker.name())
+            .finish()
+    }
+}
+
+impl LlmBrain {
+    /// Routes with `router`, answers with `worker`.
+    pub fn new(router: Arc<dyn ChatModel>, worker: Arc<dyn ChatModel>) -> Self {
+        Self {
+            router,
+            worker,
+            tools: Arc::new(BackendTools::new()),
+        }
+    }
+}
+
+impl Brain for LlmBrain {
+    fn agent(&self, setup: RunSetup) -> Arc<dyn DynAgent> {
+        Arc::new(LlmRun {
+            brain: self.clone(),
+            setup,
+        })
+    }
+
+    fn describe(&self) -> String {
+        if self.router.name() == self.worker.name() {
+            self.worker.name().to_owned()
+        } else {
+            format!("router {}, worker {}", self.router.name(), self.worker.name())
+        }
+    }
+}
+
+/// One run of the pipeline.
+#[derive(Debug)]
+struct LlmRun {
+    brain: LlmBrain,
+    setup: RunSetup,
+}
+
+fn failed(error: &agwire_llm::Error) -> AgentError {
+    AgentError::new(format!("the model failed: {error}")).with_code("llm_error")
+}
+
+impl Agent for LlmRun {
+    async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
+        ctx.start_step("router").await?;
+        let agent = self.route().await;
+        ctx.finish_step("router").await?;
+        ctx.start_step("worker").await?;
+        self.work(agent, &input, ctx).await?;
+        ctx.finish_step("worker").await?;
+        Ok(())
+    }
+}
+
+/// The latest user message's text (what the router judges).
+fn last_user_text(history: &[Message]) -> String {
+    history
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User(u) => Some(u.content.text()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+impl LlmRun {
+    /// Picks the agent. One agent: no call. An unusable answer (or a failed
+    /// call): the default agent, with a warning — never a failed run.
+    async fn route(&self) -> &AgentSpec {
+        let catalogue = &self.setup.runtime;
+        if catalogue.agents.len() == 1 {
+            return catalogue.default();
+        }
+        let mut listing = String::new();
+        for agent in &catalogue.agents {
+            listing.push_str(&format!("- {}: {}\n", agent.name, agent.description.trim()));
+        }
+        let request = ChatRequest {
+            messages: vec![
+                ChatMessage::system(format!(
+                    "You route a user's message to the agent best suited to answer it.\nAgents:\n{listing}\nAnswer with JSON only: {{\"agent\": \"<name>\"}}."
+                )),
+                ChatMessage::user(last_user_text(&self.setup.history)),
+            ],
+            json_mode: true,
+            temperature: Some(0.0),
+            max_tokens: Some(50),
+            ..ChatRequest::default()
+        };
+        let answer = match self.brain.router.stream(request).await {
+            Ok(stream) => agwire_llm::collect(stream).await.map(|r| r.text),
+            Err(error) => Err(error),
+        };
+        let chosen = match &answer {
+            Ok(text) => parse_route(text).and_then(|name| catalogue.agent(&name)),
+            Err(_) => None,
+        };
+        match chosen {
+            Some(agent) => agent,
+            None => {
+                tracing::warn!(answer = ?answer, default = catalogue.default_agent, "router answer unusable; using the default agent");
+                catalogue.default()
+            }
+        }
+    }
+
+    /// The system prompt: the agent's instructions, the user's time, the
+    /// context.
+    fn system_prompt(&self, agent: &AgentSpec, input: &RunAgentInput) -> String {
+        let mut prompt = agent.instructions.trim().to_owned();
+        prompt.push_str("\n\n");
+        prompt.push_str(&self.setup.clock.describe());
+        prompt.push_str(&format!(
+            "\nThe user's time zone is {} (from {}); the server's own time zone is irrelevant.",
+            self.setup.clock.zone_name,
+            match self.setup.clock.source {
+                crate::clock::ZoneSource::Device => "their device",
+                crate::clock::ZoneSource::Profile => "their profile",
+                crate::clock::ZoneSource::Utc => "no setting: UTC",
+            }
+        ));
+        prompt.push_str(&format!("\nThe user's locale is {}.", self.setup.locale));
+        let context = agent
+            .context
+            .iter()
+            .map(|c| (c.description.as_str(), c.value.as_str()))
+            .chain(input.context.iter().map(|c| (c.description.as_str(), c.value.as_str())));
+        for (description, value) in context {
+            prompt.push_str(&format!("\n\n{description}:\n{value}"));
+        }
+        prompt
+    }
+
+    async fn work(
+        &self,
+        agent: &AgentSpec,
+        input: &RunAgentInput,
+        ctx: &mut RunContext,
+    ) -> Result<(), AgentError> {
+        let mut conversation = vec![ChatMessage::system(self.system_prompt(agent, input))];
+        let start = self.setup.history.len().saturating_sub(MAX_HISTORY);
+        conversation.extend(self.setup.history[start..].iter().filter_map(to_chat));
+        let mut tools: Vec<ToolSpec> = self
+            .brain
+            .tools
+            .specs(&agent.enabled_tools)
+            .into_iter()
+            .map(|s| ToolSpec {
+                name: s.name.to_owned(),
+                description: s.description.to_owned(),
+                parameters: s.parameters.clone(),
+            })
+            .collect();
+        // Frontend tools (the request's) after ours; the validator already
+        // refused names that collide.
+        tools.extend(input.tools.iter().map(|t| ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: t
+                .parameters
+                .clone()
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        }));
+        let mut hints: Vec<Value> = Vec::new();
+        for _ in 0..MAX_ROUNDS {
+            let request = ChatRequest {
+                messages: conversation.clone(),
+                tools: tools.clone(),
+                tool_choice: (!tools.is_empty()).then_some(ToolChoice::Auto),
+                ..ChatRequest::default()
+            };
+            let round = self.stream_round(request, ctx).await?;
+            conversation.push(ChatMessage::Assistant {
+                content: (!round.text.is_empty()).then(|| round.text.clone()),
+                reasoning: None,
+                tool_calls: round.calls.clone(),
+            });
+            if round.calls.is_empty() {
+                break;
+            }
+            let mut handed_back = false;
+            for call in &round.calls {
+                if !self.brain.tools.has(&call.name) || !agent.enabled_tools.contains(&call.name) {
+                    // A frontend tool: the client runs it; the run ends
+                    // with it pending.
+                    handed_back = true;
+                    continue;
+                }
+                let env = ToolEnv {
+                    store: &self.setup.store,
+                    user: &self.setup.user,
+                    clock: &self.setup.clock,
+                    now_ms: jiff::Timestamp::now().as_millisecond(),
+                };
+                let output = self.brain.tools.call(&call.name, &call.arguments, env).await;
+                if let Some(hint) = output.ui_hint {
+                    hints.push(hint);
+                }
+                ctx.tool_result(&call.id, output.content.clone()).await?;
+                conversation.push(ChatMessage::Tool {
+                    tool_call_id: call.id.clone(),
+                    content: output.content,
+                });
+            }
+            if handed_back {
+                break;
+            }
+        }
+        if !hints.is_empty() {
+            let compiled = crate::ui_schema::compile(&hints, &self.setup.locale);
+            for warning in &compiled.warnings {
+                tracing::warn!(%warning, "ui_hints");
+            }
+            if let Some(Value::Object(schema)) = compiled.schema {
+                let id = ctx.new_id("ui");
+                ctx.activity_snapshot(&id, "ui_schema", schema).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One model call streamed into the run: text, reasoning and tool calls
+    /// as they arrive. Returns what the model said.
+    async fn stream_round(
+        &self,
+        request: ChatRequest,
+        ctx: &mut RunContext,
+    ) -> Result<Round, AgentError> {
+        let mut stream = tokio::select! {
+            stream = self.brain.worker.stream(request) => stream.map_err(|e| failed(&e))?,
+            () = ctx.cancelled() => return Err(AgentError::new("cancelled").with_code("cancelled")),
+        };
+        let mut round = Round::default();
+        let mut text_id: Option<String> = None;
+        let mut reasoning_id: Option<String> = None;
+        // Provider index → our tool call id.
+        let mut calls: Vec<(String, String, String)> = Vec::new();
+        loop {
+            let item = tokio::select! {
+                item = futures_util::StreamExt::next(&mut stream) => item,
+                // Dropping the stream closes the upstream request.
+                () = ctx.cancelled() => return Err(AgentError::new("cancelled").with_code("cancelled")),
+            };
+            let Some(item) = item else {
+                break;
+            };
+            match item.map_err(|e| failed(&e))? {
+                ChatEvent::ReasoningDelta(delta) => {
+                    if reasoning_id.is_none() {
+                        reasoning_id = Some(ctx.start_reasoning().await?);
+                    }
+                    if let Some(id) = &reasoning_id {
+                        ctx.reasoning(id, &delta).await?;
+                    }
+                }
+                ChatEvent::TextDelta(delta) => {
+                    if let Some(id) = reasoning_id.take() {
+                        ctx.end_reasoning(&id).await?;
+                    }
+                    if text_id.is_none() {
+                        text_id = Some(ctx.start_text().await?);
+                    }
+                    if let Some(id) = &text_id {
+                        ctx.text(id, &delta).await?;
+                    }
+                    round.text.push_str(&delta);
+                }
+                ChatEvent::ToolCallStart { index, name, .. } => {
+                    if let Some(id) = reasoning_id.take() {
+                        ctx.end_reasoning(&id).await?;
+                    }
+                    let id = ctx.start_tool_call(&name, text_id.as_deref()).await?;
+                    if calls.len() <= index {
+                        calls.resize(index + 1, (String::new(), String::new(), String::new()));
+                    }
+                    calls[index] = (id, name, String::new());
+                }
+                ChatEvent::ToolCallArgs { index, delta } => {
+                    if let Some((id, _, args)) = calls.get_mut(index)
+                        && !id.is_empty()
+                    {
+                        ctx.tool_call_args(id, &delta).await?;
+                        args.push_str(&delta);
+                    }
+                }
+                ChatEvent::Usage(usage) => ctx.add_usage(TokenUsage {
+                    input_tokens: Some(usage.prompt_tokens),
+                    output_tokens: Some(usage.completion_tokens),
+                    total_tokens: Some(usage.total_tokens),
+                    ..TokenUsage::default()
+                }),
+                ChatEvent::Finish(_) => {}
+            }
+        }
+        if let Some(id) = reasoning_id.take() {
+            ctx.end_reasoning(&id).await?;
+        }
+        if let Some(id) = text_id.take() {
+            ctx.end_text(&id).await?;
+        }
+        for (id, name, arguments) in calls {
+            if id.is_empty() {
+                continue;
+            }
+            ctx.end_tool_call(&id).await?;
+            round.calls.push(ToolCall { id, name, arguments });
+        }
+        Ok(round)
+    }
+}
+
+/// What one model call said.
+#[derive(Debug, Default)]
+struct Round {
+    text: String,
+    calls: Vec<ToolCall>,
+}
+
+/// The router's answer: `{"agent": "name"}`, tolerating code fences and a
+/// bare name.
+fn parse_route(text: &str) -> Option<String> {
+    let trimmed = text
+        .trim()
+        .trim_start_matches("```json")
+        .trim_start_matches("```")
+        .trim_end_matches("```")
+        .trim();
+    if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(trimmed) {
+        return object
+            .get("agent")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
+    let bare = trimmed.trim_matches('"');
+    (!bare.is_empty() && bare.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-'))
+        .then(|| bare.to_owned())
+}
+
+/// A stored AG-UI message as the model sees it.
+fn to_chat(message: &Message) -> Option<ChatMessage> {
+    match message {
+        Message::User(user) => {
+            let parts = match &user.content {
+                Content::Text(text) => vec![UserPart::Text(text.clone())],
+                Content::Parts(parts) => parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        ContentPart::Text(t) => Some(UserPart::Text(t.text.clone())),
+                        ContentPart::Image(media) => match &media.source {
+                            // Stored attachments are references; the model
+                            // gets a note, not our internal id.
+                            PartSource::Url { value, .. } if value.starts_with("http") => {
+                                Some(UserPart::ImageUrl(value.clone()))
+                            }
+                            _ => Some(UserPart::Text("[image attached]".into())),
+                        },
+                        _ => None,
+                    })
+                    .collect(),
+            };
+            Some(ChatMessage::User { content: parts })
+        }
+        Message::Assistant(assistant) => Some(ChatMessage::Assistant {
+            content: assistant.content.clone(),
+            reasoning: None,
+            tool_calls: assistant
+                .tool_calls
+                .iter()
+                .flatten()
+                .map(|call| ToolCall {
+                    id: call.id.clone(),
+                    name: call.function.name.clone(),
+                    arguments: call.function.arguments.clone(),
+                })
+                .collect(),
+        }),
+        Message::Tool(tool) => Some(ChatMessage::Tool {
+            tool_call_id: tool.tool_call_id.clone(),
+            content: tool.content.text(),
+        }),
+        Message::System(system) => Some(ChatMessage::system(system.content.clone())),
+        Message::Developer(developer) => Some(ChatMessage::system(developer.content.clone())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn router_answers_are_read_leniently() {
+        assert_eq!(parse_route(r#"{"agent": "calendar"}"#).as_deref(), Some("calendar"));
+        assert_eq!(
+            parse_route("```json\n{\"agent\":\"general\"}\n```").as_deref(),
+            Some("general")
+        );
+        assert_eq!(parse_route("calendar").as_deref(), Some("calendar"));
+        assert_eq!(parse_route("I think the calendar one"), None);
+        assert_eq!(parse_route(r#"{"pick": "x"}"#), None);
+    }
+}
