@@ -4,7 +4,9 @@
 // stdin:  {url, format: "sse"|"proto", threadId?, state?,
 //          runs: [{runId?, messages?, state?, tools?, context?, forwardedProps?, resume?}]}
 //         `messages` of a run are ADDED to the agent (addMessages) before it;
-//         `state` replaces the agent's state before it.
+//         `state` replaces the agent's state before it; `answerToolCalls`
+//         (a string) answers every tool call of the agent's messages that no
+//         tool message answers yet, as a front end running its tools would.
 // stdout: {contentTypes: [...one per HTTP response...],
 //          runs: [{events, result, newMessages, messages, state, pendingInterrupts,
 //                  logs: [{level, text}], error}]}
@@ -46,6 +48,16 @@ const agent = new HttpAgent({
 const runs = [];
 for (const run of spec.runs) {
   if (run.messages?.length) agent.addMessages(run.messages);
+  if (typeof run.answerToolCalls === "string") {
+    const answered = new Set(agent.messages.filter((m) => m.role === "tool").map((m) => m.toolCallId));
+    for (const m of [...agent.messages]) {
+      for (const call of m.role === "assistant" ? m.toolCalls ?? [] : []) {
+        if (!answered.has(call.id)) {
+          agent.addMessage({ id: `answer-${call.id}`, role: "tool", toolCallId: call.id, content: run.answerToolCalls });
+        }
+      }
+    }
+  }
   if (run.state != null) agent.setState(run.state);
   const events = [];
   const before = logs.length;

@@ -42,10 +42,19 @@ fn mentions(text: &str, words: &[&str]) -> bool {
 
 /// The reply to one request.
 fn reply(request: &ChatRequest) -> Vec<ChatEvent> {
-    let last_user = request.messages.iter().rev().find_map(text_of).unwrap_or_default();
+    let last_user = request
+        .messages
+        .iter()
+        .rev()
+        .find_map(text_of)
+        .unwrap_or_default();
     if request.json_mode {
         // The router.
-        let agent = if mentions(&last_user, &CALENDAR_WORDS) { "calendar" } else { "general" };
+        let agent = if mentions(&last_user, &CALENDAR_WORDS) {
+            "calendar"
+        } else {
+            "general"
+        };
         return ScriptedReply::text(&json!({"agent": agent}).to_string());
     }
     let offered = |name: &str| request.tools.iter().any(|t| t.name == name);
@@ -138,7 +147,10 @@ fn hour_in(text: &str) -> Option<i8> {
         if !c.is_ascii_digit() || (i > 0 && bytes[i - 1].is_ascii_digit()) {
             continue;
         }
-        let digits: String = bytes[i..].iter().take_while(|c| c.is_ascii_digit()).collect();
+        let digits: String = bytes[i..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
         let rest: String = bytes[i + digits.len()..].iter().collect();
         let mut hour: i8 = digits.parse().ok()?;
         let rest = rest.trim_start();

@@ -64,7 +64,11 @@ impl Brain for LlmBrain {
         if self.router.name() == self.worker.name() {
             self.worker.name().to_owned()
         } else {
-            format!("router {}, worker {}", self.router.name(), self.worker.name())
+            format!(
+                "router {}, worker {}",
+                self.router.name(),
+                self.worker.name()
+            )
         }
     }
 }
@@ -83,7 +87,10 @@ fn failed(error: &agwire_llm::Error) -> AgentError {
 impl Agent for LlmRun {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
         ctx.start_step("router").await?;
-        let agent = self.route().await;
+        let (agent, usage) = self.route().await;
+        if let Some(usage) = usage {
+            ctx.add_usage(token_usage(usage));
+        }
         ctx.finish_step("router").await?;
         ctx.start_step("worker").await?;
         self.work(agent, &input, ctx).await?;
@@ -107,10 +114,10 @@ fn last_user_text(history: &[Message]) -> String {
 impl LlmRun {
     /// Picks the agent. One agent: no call. An unusable answer (or a failed
     /// call): the default agent, with a warning — never a failed run.
-    async fn route(&self) -> &AgentSpec {
+    async fn route(&self) -> (&AgentSpec, Option<agwire_llm::Usage>) {
         let catalogue = &self.setup.runtime;
         if catalogue.agents.len() == 1 {
-            return catalogue.default();
+            return (catalogue.default(), None);
         }
         let mut listing = String::new();
         for agent in &catalogue.agents {
@@ -129,20 +136,22 @@ impl LlmRun {
             ..ChatRequest::default()
         };
         let answer = match self.brain.router.stream(request).await {
-            Ok(stream) => agwire_llm::collect(stream).await.map(|r| r.text),
+            Ok(stream) => agwire_llm::collect(stream).await,
             Err(error) => Err(error),
         };
+        let usage = answer.as_ref().ok().and_then(|a| a.usage);
         let chosen = match &answer {
-            Ok(text) => parse_route(text).and_then(|name| catalogue.agent(&name)),
+            Ok(response) => parse_route(&response.text).and_then(|name| catalogue.agent(&name)),
             Err(_) => None,
         };
-        match chosen {
+        let agent = match chosen {
             Some(agent) => agent,
             None => {
-                tracing::warn!(answer = ?answer, default = catalogue.default_agent, "router answer unusable; using the default agent");
+                tracing::warn!(answer = ?answer.map(|a| a.text), default = catalogue.default_agent, "router answer unusable; using the default agent");
                 catalogue.default()
             }
-        }
+        };
+        (agent, usage)
     }
 
     /// The system prompt: the agent's instructions, the user's time, the
@@ -165,7 +174,12 @@ impl LlmRun {
             .context
             .iter()
             .map(|c| (c.description.as_str(), c.value.as_str()))
-            .chain(input.context.iter().map(|c| (c.description.as_str(), c.value.as_str())));
+            .chain(
+                input
+                    .context
+                    .iter()
+                    .map(|c| (c.description.as_str(), c.value.as_str())),
+            );
         for (description, value) in context {
             prompt.push_str(&format!("\n\n{description}:\n{value}"));
         }
@@ -194,13 +208,15 @@ impl LlmRun {
             .collect();
         // Frontend tools (the request's) after ours; the validator already
         // refused names that collide.
-        tools.extend(input.tools.iter().map(|t| ToolSpec {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            parameters: t
-                .parameters
-                .clone()
-                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        tools.extend(input.tools.iter().map(|t| {
+            ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t
+                    .parameters
+                    .clone()
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            }
         }));
         let mut hints: Vec<Value> = Vec::new();
         for _ in 0..MAX_ROUNDS {
@@ -233,7 +249,11 @@ impl LlmRun {
                     clock: &self.setup.clock,
                     now_ms: jiff::Timestamp::now().as_millisecond(),
                 };
-                let output = self.brain.tools.call(&call.name, &call.arguments, env).await;
+                let output = self
+                    .brain
+                    .tools
+                    .call(&call.name, &call.arguments, env)
+                    .await;
                 if let Some(hint) = output.ui_hint {
                     hints.push(hint);
                 }
@@ -324,12 +344,7 @@ impl LlmRun {
                         args.push_str(&delta);
                     }
                 }
-                ChatEvent::Usage(usage) => ctx.add_usage(TokenUsage {
-                    input_tokens: Some(usage.prompt_tokens),
-                    output_tokens: Some(usage.completion_tokens),
-                    total_tokens: Some(usage.total_tokens),
-                    ..TokenUsage::default()
-                }),
+                ChatEvent::Usage(usage) => ctx.add_usage(token_usage(usage)),
                 ChatEvent::Finish(_) => {}
             }
         }
@@ -344,9 +359,23 @@ impl LlmRun {
                 continue;
             }
             ctx.end_tool_call(&id).await?;
-            round.calls.push(ToolCall { id, name, arguments });
+            round.calls.push(ToolCall {
+                id,
+                name,
+                arguments,
+            });
         }
         Ok(round)
+    }
+}
+
+/// A provider's counts as AG-UI's.
+fn token_usage(usage: agwire_llm::Usage) -> TokenUsage {
+    TokenUsage {
+        input_tokens: Some(usage.prompt_tokens),
+        output_tokens: Some(usage.completion_tokens),
+        total_tokens: Some(usage.total_tokens),
+        ..TokenUsage::default()
     }
 }
 
@@ -373,8 +402,11 @@ fn parse_route(text: &str) -> Option<String> {
             .map(str::to_owned);
     }
     let bare = trimmed.trim_matches('"');
-    (!bare.is_empty() && bare.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-'))
-        .then(|| bare.to_owned())
+    (!bare.is_empty()
+        && bare
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-'))
+    .then(|| bare.to_owned())
 }
 
 /// A stored AG-UI message as the model sees it.
@@ -431,7 +463,10 @@ mod tests {
 
     #[test]
     fn router_answers_are_read_leniently() {
-        assert_eq!(parse_route(r#"{"agent": "calendar"}"#).as_deref(), Some("calendar"));
+        assert_eq!(
+            parse_route(r#"{"agent": "calendar"}"#).as_deref(),
+            Some("calendar")
+        );
         assert_eq!(
             parse_route("```json\n{\"agent\":\"general\"}\n```").as_deref(),
             Some("general")

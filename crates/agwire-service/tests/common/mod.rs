@@ -29,10 +29,32 @@ pub fn data_dir(name: &str) -> PathBuf {
 
 /// Serves `agent` with `config` (and `auth`) on 127.0.0.1:0.
 pub async fn start(config: &Config, agent: BuiltinAgent, auth: Auth) -> Server {
+    start_service(config, auth, |service| {
+        service.with_brain(Arc::new(agwire_service::runtime::Fixed::new(
+            Arc::new(agent),
+            "builtin",
+        )))
+    })
+    .await
+}
+
+/// Serves runs on `brain`.
+pub async fn start_brain(brain: Arc<dyn agwire_service::runtime::Brain>) -> Server {
+    start_service(&Config::default(), Auth::none(), |service| {
+        service.with_brain(brain)
+    })
+    .await
+}
+
+async fn start_service(
+    config: &Config,
+    auth: Auth,
+    setup: impl FnOnce(Service) -> Service,
+) -> Server {
     let dir = data_dir("service");
     let store = Store::open(&dir.join("agwire.db")).await.unwrap();
     let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
-    let service = Service::new(store, Arc::new(agent))
+    let service = setup(Service::new(store, Arc::new(BuiltinAgent::default())))
         .with_config(config)
         .with_attachments(attachments)
         .with_auth(auth);

@@ -1,0 +1,298 @@
+//! The router → worker pipeline over real HTTP with a scripted model
+//! standing in for the provider: the router's choice and its fallback, the
+//! tool loop (a schema-invalid call answered with the error, then
+//! corrected), time zones from the device, ui_hints → ui_schema live and in
+//! history, usage, and frontend tools handed back and answered — through
+//! seed 004's endpoint and through the official `HttpAgent`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use agwire_client::core::pipeline::Pipeline;
+use agwire_client::core::{Event, RunAgentInput, RunFinishedOutcome};
+use agwire_llm::{ChatMessage, ChatModel, ScriptedModel, ScriptedReply};
+use agwire_service::pipeline::LlmBrain;
+use common::{body, events, get_json, post, start_brain};
+use serde_json::{Value, json};
+
+fn brain(model: &ScriptedModel) -> Arc<LlmBrain> {
+    let model: Arc<dyn ChatModel> = Arc::new(model.clone());
+    Arc::new(LlmBrain::new(model.clone(), model))
+}
+
+fn verified(log: &[(u64, Event)], input: &Value) {
+    let input: RunAgentInput = serde_json::from_value(input.clone()).unwrap();
+    let mut pipeline = Pipeline::for_input(&input);
+    for (_, event) in log {
+        pipeline.push(event.clone()).unwrap();
+    }
+}
+
+fn system_prompt(request: &agwire_llm::ChatRequest) -> String {
+    match &request.messages[0] {
+        ChatMessage::System(text) => text.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_picks_the_agent_and_an_unusable_answer_falls_back_to_the_default() {
+    let model = ScriptedModel::queue(vec![
+        ScriptedReply::text(r#"{"agent": "calendar"}"#),
+        ScriptedReply::text("Your calendar is clear."),
+        ScriptedReply::text("Sorry, I cannot decide"),
+        ScriptedReply::text("Hello!"),
+    ]);
+    let server = start_brain(brain(&model)).await;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let first = body(&thread, "p1", "what is on my calendar?");
+    post(server.addr, &first, None).await;
+    let log = events(server.addr, "p1", None).await;
+    verified(&log, &first);
+    let steps: Vec<&str> = log
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::StepStarted(s) => Some(s.step_name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, ["router", "worker"]);
+    let requests = model.requests();
+    assert!(requests[0].json_mode, "the router asks for JSON");
+    assert!(system_prompt(&requests[0]).contains("- calendar: "));
+    assert!(system_prompt(&requests[1]).contains("You manage the user's calendar"));
+    let tools: Vec<&str> = requests[1].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(tools.contains(&"calendar_write"), "{tools:?}");
+
+    let second = body(&thread, "p2", "hi again");
+    post(server.addr, &second, None).await;
+    let log = events(server.addr, "p2", None).await;
+    verified(&log, &second);
+    let status = get_json(server.addr, "/api/v1/agent/runs/p2").await;
+    assert_eq!(status["status"], "succeeded");
+    let requests = model.requests();
+    assert!(system_prompt(&requests[3]).contains("You are a helpful, concise assistant"));
+    // The worker saw the thread so far: both user turns and the first answer.
+    let users = requests[3]
+        .messages
+        .iter()
+        .filter(|m| matches!(m, ChatMessage::User { .. }))
+        .count();
+    assert_eq!(users, 2);
+    assert!(requests[3].messages.iter().any(|m| matches!(m,
+        ChatMessage::Assistant { content: Some(c), .. } if c == "Your calendar is clear.")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calendar_write_without_its_zone_is_refused_then_corrected_and_shown() {
+    let model = ScriptedModel::queue(vec![
+        ScriptedReply::text(r#"{"agent": "calendar"}"#),
+        ScriptedReply::tool_call(
+            "c1",
+            "calendar_write",
+            r#"{"title": "Standup", "start": "2026-03-17T09:00"}"#,
+        ),
+        ScriptedReply::tool_call(
+            "c2",
+            "calendar_write",
+            r#"{"title": "Standup", "start": "2026-03-17T09:00", "event_timezone": "America/Los_Angeles"}"#,
+        ),
+        ScriptedReply::text("Standup is booked for tomorrow at 9."),
+    ]);
+    let server = start_brain(brain(&model)).await;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let mut request = body(&thread, "cal", "帮我明天早上9点创建一个日历");
+    request["forwardedProps"] = json!({"runtime_mode": "chat", "client_time": {
+        "device_timezone": "America/Los_Angeles",
+        "client_now_iso": "2026-03-16T09:12:33-07:00",
+        "client_epoch_ms": 1_773_677_553_000_i64}});
+    post(server.addr, &request, None).await;
+    let log = events(server.addr, "cal", None).await;
+    verified(&log, &request);
+
+    // The model was told the device's time, not the server's.
+    let requests = model.requests();
+    let prompt = system_prompt(&requests[1]);
+    assert!(
+        prompt.contains("2026-03-16T09:12:33-07:00 (Monday, America/Los_Angeles)"),
+        "{prompt}"
+    );
+
+    let results: Vec<String> = log
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::ToolCallResult(r) => Some(r.content.text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[0].contains("event_timezone is required"),
+        "{}",
+        results[0]
+    );
+    let created: Value = serde_json::from_str(&results[1]).unwrap();
+    assert_eq!(created["event"]["start_utc"], "2026-03-17T16:00:00Z");
+    // The model saw the refusal before correcting itself.
+    assert!(requests[2].messages.iter().any(|m| matches!(m,
+        ChatMessage::Tool { content, .. } if content.contains("event_timezone is required"))));
+
+    // ui_schema streamed live as an activity…
+    let activity = log
+        .iter()
+        .find_map(|(_, e)| match e {
+            Event::ActivitySnapshot(a) if a.activity_type == "ui_schema" => Some(a.content.clone()),
+            _ => None,
+        })
+        .expect("a ui_schema activity");
+    assert_eq!(activity["version"], "2.0");
+    assert_eq!(activity["status"], "success");
+    // …and is kept on the answer in history.
+    let history = get_json(
+        server.addr,
+        &format!("/api/v1/agent/history?threadId={thread}"),
+    )
+    .await;
+    let answer = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "assistant")
+        .unwrap()
+        .clone();
+    assert_eq!(answer["content"], "Standup is booked for tomorrow at 9.");
+    assert_eq!(
+        answer["ui_schema"],
+        Value::Object(activity.into_iter().collect())
+    );
+    // Stored in the user's calendar, visible through the API.
+    let calendar = get_json(
+        server.addr,
+        "/api/v1/calendar/events?from=2026-03-17T00:00:00Z&to=2026-03-18T00:00:00Z",
+    )
+    .await;
+    assert_eq!(calendar["events"][0]["start_utc"], "2026-03-17T16:00:00Z");
+    // Usage flows into RUN_FINISHED and the run's status.
+    let Some((_, Event::RunFinished(end))) = log.last() else {
+        panic!()
+    };
+    assert!(end.usage.is_some(), "{end:?}");
+    // One entry per model call: the router's and the worker's three.
+    let status = get_json(server.addr, "/api/v1/agent/runs/cal").await;
+    assert_eq!(
+        status["usage"].as_array().map(Vec::len),
+        Some(4),
+        "{status}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frontend_tool_is_handed_back_and_the_next_seed_request_answers_it() {
+    let model = agwire_service::demo::model(std::time::Duration::ZERO);
+    let server = start_brain(brain(&model)).await;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let tool = json!({"name": "confirm_booking", "description": "Ask the user to confirm", "parameters": {"type": "object"}});
+    let mut first = body(&thread, "fe1", "please confirm_booking for me");
+    first["tools"] = json!([tool]);
+    post(server.addr, &first, None).await;
+    let log = events(server.addr, "fe1", None).await;
+    verified(&log, &first);
+    let call_id = log
+        .iter()
+        .find_map(|(_, e)| match e {
+            Event::ToolCallStart(s) if s.tool_call_name == "confirm_booking" => {
+                Some(s.tool_call_id.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    let Some((_, Event::RunFinished(end))) = log.last() else {
+        panic!()
+    };
+    assert_eq!(
+        end.outcome,
+        Some(RunFinishedOutcome::Success {
+            pending_tool_call_ids: Some(vec![call_id.clone()])
+        })
+    );
+    // The next request: its one user message, then the tool's answer.
+    let mut second = body(&thread, "fe2", "done");
+    second["messages"] = json!([
+        {"id": "fe2-u", "role": "user", "content": "done"},
+        {"id": "fe2-t", "role": "tool", "toolCallId": call_id, "content": "confirmed"}
+    ]);
+    second["tools"] = json!([tool]);
+    let accepted = post(server.addr, &second, None).await;
+    assert_eq!(accepted.status().as_u16(), 202);
+    events(server.addr, "fe2", None).await;
+    // The model saw call, answer, then the new turn — in that order.
+    let worker = model
+        .requests()
+        .into_iter()
+        .rfind(|r| !r.json_mode)
+        .unwrap();
+    let kinds: Vec<String> = worker.messages[1..]
+        .iter()
+        .map(|m| match m {
+            ChatMessage::User { .. } => "user".to_owned(),
+            ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
+                format!("call {}", tool_calls[0].name)
+            }
+            ChatMessage::Assistant { .. } => "assistant".to_owned(),
+            ChatMessage::Tool { content, .. } => format!("tool {content}"),
+            ChatMessage::System(_) => "system".to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["user", "call confirm_booking", "tool confirmed", "user"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_http_agent_completes_a_frontend_tool_round_trip() {
+    let model = agwire_service::demo::model(std::time::Duration::ZERO);
+    let server = start_brain(brain(&model)).await;
+    let tools = json!([{"name": "confirm_booking", "description": "Ask the user to confirm", "parameters": {"type": "object", "properties": {}}}]);
+    let spec = json!({
+        "url": format!("http://{}/api/v1/agui", server.addr),
+        "format": "sse",
+        "threadId": format!("fe-{}", uuid::Uuid::new_v4()),
+        "runs": [
+            {"messages": [{"id": "u1", "role": "user", "content": "book it, then confirm_booking"}], "tools": tools},
+            {"answerToolCalls": "{\"confirmed\": true}", "tools": tools}
+        ]
+    });
+    let Some(result) = common::http_agent(&spec).await else {
+        return;
+    };
+    let runs = result["runs"].as_array().unwrap();
+    for run in runs {
+        assert_eq!(run["error"], Value::Null, "{run}");
+        assert_eq!(run["logs"], json!([]), "{run}");
+    }
+    let first_end = runs[0]["events"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(first_end["type"], "RUN_FINISHED");
+    assert_eq!(
+        first_end["outcome"]["pendingToolCallIds"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let last = runs[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "assistant");
+    assert_eq!(last["content"], "Done.");
+}
