@@ -2,7 +2,11 @@
 //! HTTP: chunk sequences written the way OpenAI, DeepSeek, Ollama and
 //! llama.cpp write them (split mid-line and mid-UTF-8), retries, errors, the
 //! request body, and cancellation closing the upstream connection.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::needless_pass_by_value)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::needless_pass_by_value
+)]
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;

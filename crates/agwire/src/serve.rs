@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agwire_service::attachments::Attachments;
-use agwire_service::auth::Auth;
 use agwire_llm::{ChatModel, OpenAiCompatible, OpenAiConfig};
 use agwire_service::agents::RuntimeConfig;
+use agwire_service::attachments::Attachments;
+use agwire_service::auth::Auth;
 use agwire_service::config::{BusyThread, Config};
 use agwire_service::pipeline::LlmBrain;
 use agwire_service::runtime::Brain;
@@ -226,7 +226,9 @@ fn brain(config: &Config) -> Result<Arc<dyn Brain>, String> {
         let mut llm = OpenAiConfig::new(base_url.clone(), model);
         llm.api_key.clone_from(&config.llm.api_key);
         llm.max_retries = config.llm.max_retries;
-        Ok(Arc::new(OpenAiCompatible::new(llm).map_err(|e| e.to_string())?))
+        Ok(Arc::new(
+            OpenAiCompatible::new(llm).map_err(|e| e.to_string())?,
+        ))
     };
     let worker = provider(&config.llm.model)?;
     let router = match &config.llm.router_model {
