@@ -358,3 +358,107 @@ fn a_config_file_is_read_and_a_typo_refuses_to_start() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Seed 004's calendar example through the whole pipeline (scripted model)
+/// in a process whose own zone is Asia/Tokyo: the event zone comes from the
+/// device, else the profile, else UTC — never the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calendar_times_follow_the_device_then_the_profile_then_utc_never_the_server() {
+    let client = reqwest::Client::new();
+    let dir = data_dir("tz");
+    let server = serve(&dir, &[], &[("TZ", "Asia/Tokyo")]);
+    let base = &server.base;
+    let ask = |thread: &str, run: &str, client_time: Option<Value>| {
+        let mut request = body(thread, run, "帮我明天早上9点创建一个日历");
+        if let Some(time) = client_time {
+            request["forwardedProps"]["client_time"] = time;
+        }
+        request
+    };
+    let created = |events: &[Event]| -> Value {
+        events
+            .iter()
+            .find_map(|e| match e {
+                Event::ToolCallResult(r) => serde_json::from_str::<Value>(&r.content.text())
+                    .ok()
+                    .filter(|v| v.get("event").is_some()),
+                _ => None,
+            })
+            .expect("calendar_write succeeded")
+    };
+
+    // 1. The device's zone and clock (seed 004's example).
+    let thread = uuid::Uuid::new_v4().to_string();
+    let device = json!({"device_timezone": "America/Los_Angeles",
+        "client_now_iso": "2026-03-16T09:12:33-07:00", "client_epoch_ms": 1_773_677_553_000_i64});
+    assert_eq!(
+        post(&client, base, &ask(&thread, "tz-device", Some(device))).await,
+        202
+    );
+    wait_final(&client, base, "tz-device").await;
+    let events = checked_log(&client, base, &thread, "tz-device").await;
+    let event = created(&events);
+    assert_eq!(event["event"]["start_utc"], "2026-03-17T16:00:00Z");
+    assert_eq!(event["event"]["event_timezone"], "America/Los_Angeles");
+
+    // 2. No device time: the profile's zone, with the server's instant.
+    let profile = client
+        .patch(format!("{base}/api/v1/me/profile"))
+        .json(&json!({"settings": {"timezone": "Asia/Kolkata"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(profile.status().as_u16(), 200);
+    let expected = |zone: &str| {
+        let tz = jiff::tz::TimeZone::get(zone).unwrap();
+        let tomorrow = jiff::Timestamp::now()
+            .to_zoned(tz.clone())
+            .date()
+            .tomorrow()
+            .unwrap();
+        tomorrow
+            .at(9, 0, 0, 0)
+            .to_zoned(tz)
+            .unwrap()
+            .timestamp()
+            .to_string()
+    };
+    let thread = uuid::Uuid::new_v4().to_string();
+    assert_eq!(
+        post(&client, base, &ask(&thread, "tz-profile", None)).await,
+        202
+    );
+    wait_final(&client, base, "tz-profile").await;
+    let event = created(&checked_log(&client, base, &thread, "tz-profile").await);
+    assert_eq!(event["event"]["event_timezone"], "Asia/Kolkata");
+    assert_eq!(event["event"]["start_utc"], expected("Asia/Kolkata"));
+
+    // 3. Neither: UTC (not Tokyo).
+    let cleared = client
+        .patch(format!("{base}/api/v1/me/profile"))
+        .json(&json!({"settings": {"timezone": null}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cleared.status().as_u16(), 200);
+    let thread = uuid::Uuid::new_v4().to_string();
+    assert_eq!(
+        post(&client, base, &ask(&thread, "tz-utc", None)).await,
+        202
+    );
+    wait_final(&client, base, "tz-utc").await;
+    let event = created(&checked_log(&client, base, &thread, "tz-utc").await);
+    assert_eq!(event["event"]["event_timezone"], "UTC");
+    assert_eq!(event["event"]["start_utc"], expected("UTC"));
+
+    // The calendar API shows all three; /healthz says what answered.
+    let calendar = get(
+        &client,
+        base,
+        "/api/v1/calendar/events?from=2026-01-01T00:00:00Z&to=2100-01-01T00:00:00Z",
+    )
+    .await;
+    assert_eq!(calendar["events"].as_array().unwrap().len(), 3);
+    let health = get(&client, base, "/healthz").await;
+    assert_eq!(health["agent"], "scripted");
+}
