@@ -37,7 +37,7 @@ e2e_p50=$(echo "$e2e" | awk '$1 == "50%" {print $2}')
 e2e_p99=$(echo "$e2e" | awk '$1 == "99%" {print $2}')
 appended=$(awk -v a="$after" -v b="$before" -v s="$start" -v e="$end" 'BEGIN {printf "%.0f", (a - b) / (e - s)}')
 reconnect=$(./target/release/service_reconnect "$ADDR" 2000)
-printf 'agwire serve (SQLite WAL, built-in agent, wrk -t1 -c%s -d%ss)\n' "$CONNS" "$SECS"
+printf 'agwire serve (SQLite WAL, router+worker pipeline on the scripted model, wrk -t1 -c%s -d%ss)\n' "$CONNS" "$SECS"
 printf '  accepted runs/s (POST -> 202, runs executing):  %s\n' "$accepted"
 printf '  end-to-end runs/s (POST -> whole SSE stream):   %s  (latency p50 %s, p99 %s)\n' "$e2e_rps" "$e2e_p50" "$e2e_p99"
 printf '  events appended/s during end-to-end:            %s\n' "$appended"

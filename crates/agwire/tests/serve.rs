@@ -462,3 +462,121 @@ async fn calendar_times_follow_the_device_then_the_profile_then_utc_never_the_se
     let health = get(&client, base, "/healthz").await;
     assert_eq!(health["agent"], "scripted");
 }
+
+/// A fake OpenAI-compatible provider: routes to the calendar agent, then
+/// calls `get_current_time`, then answers with what the tool said — the
+/// requests it saw are kept.
+async fn fake_provider() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use axum::body::{Body, Bytes};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let record = seen.clone();
+    let handler = move |body: Bytes| {
+        let record = record.clone();
+        async move {
+            let request: Value = serde_json::from_slice(&body).unwrap();
+            record.lock().unwrap().push(request.clone());
+            let chunk = |delta: Value, finish: Value| {
+                format!(
+                    "data: {}\n\n",
+                    json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "fake-model",
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                )
+            };
+            let last_is_tool =
+                request["messages"].as_array().unwrap().last().unwrap()["role"] == "tool";
+            let text = if request.get("response_format").is_some() {
+                chunk(
+                    json!({"content": "{\"agent\": \"calendar\"}"}),
+                    json!("stop"),
+                )
+            } else if last_is_tool {
+                let tool = request["messages"].as_array().unwrap().last().unwrap()["content"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let now: Value = serde_json::from_str(&tool).unwrap();
+                chunk(
+                    json!({"content": format!("It is {} where you are.", now["now"].as_str().unwrap())}),
+                    Value::Null,
+                ) + &chunk(json!({}), json!("stop"))
+            } else {
+                chunk(
+                    json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_current_time", "arguments": ""}}]}),
+                    Value::Null,
+                ) + &chunk(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+                    Value::Null,
+                ) + &chunk(json!({}), json!("tool_calls"))
+            };
+            let text = text
+                + "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake-model\",\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":8,\"total_tokens\":28}}\n\ndata: [DONE]\n\n";
+            axum::response::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from(text))
+                .unwrap()
+        }
+    };
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(handler));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/v1"), seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_holds_a_conversation_with_tools_on_an_openai_compatible_provider() {
+    let (url, seen) = fake_provider().await;
+    let client = reqwest::Client::new();
+    let dir = data_dir("provider");
+    let server = serve(
+        &dir,
+        &[],
+        &[
+            ("AGWIRE_LLM_BASE_URL", url.as_str()),
+            ("AGWIRE_LLM_API_KEY", "sk-local"),
+            ("AGWIRE_LLM_MODEL", "fake-model"),
+        ],
+    );
+    let base = &server.base;
+    assert_eq!(
+        get(&client, base, "/healthz").await["agent"],
+        "openai:fake-model"
+    );
+    let thread = uuid::Uuid::new_v4().to_string();
+    let mut request = body(&thread, "real-1", "what time is it for me?");
+    request["forwardedProps"]["client_time"] = json!({"device_timezone": "Europe/Paris",
+        "client_now_iso": "2026-03-16T17:12:33+01:00", "client_epoch_ms": 1_773_677_553_000_i64});
+    assert_eq!(post(&client, base, &request).await, 202);
+    let status = wait_final(&client, base, "real-1").await;
+    assert_eq!(status["status"], "succeeded", "{status}");
+    let events = checked_log(&client, base, &thread, "real-1").await;
+    assert!(events.iter().any(|e| matches!(e, Event::ToolCallResult(_))));
+    let history = get(
+        &client,
+        base,
+        &format!("/api/v1/agent/history?threadId={thread}"),
+    )
+    .await;
+    let answer = history["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        answer["content"],
+        "It is 2026-03-16T17:12:33+01:00 where you are."
+    );
+    // Three calls reached the provider, authenticated, as the model named.
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    assert!(
+        seen.iter()
+            .all(|r| r["model"] == "fake-model" && r["stream"] == true)
+    );
+    assert_eq!(
+        seen[2]["messages"].as_array().unwrap().last().unwrap()["role"],
+        "tool"
+    );
+    assert_eq!(status["usage"].as_array().map(Vec::len), Some(3));
+}
