@@ -486,6 +486,7 @@ impl Service {
             .into_iter()
             .map(|stored| stored.message)
             .collect();
+        let history = self.inline_attachments(&user, history).await;
         let runtime = match mode {
             Some(RuntimeMode::Automation) => {
                 match self.store.job_of_thread(&input.thread_id).await? {
@@ -512,6 +513,57 @@ impl Service {
             runtime,
             store: self.store.clone(),
         })
+    }
+
+    /// The model must see the user's images: stored attachment references
+    /// become `data:` URLs (the user's own attachments only; ones that are
+    /// gone or too large stay references, which the model is told about as
+    /// text).
+    async fn inline_attachments(
+        &self,
+        user: &str,
+        mut history: Vec<agwire_core::Message>,
+    ) -> Vec<agwire_core::Message> {
+        use agwire_core::{Content, ContentPart, Message, PartSource};
+        use base64::Engine;
+        /// Largest image sent inline.
+        const MAX_INLINE: usize = 5 * 1024 * 1024;
+        let Some(attachments) = &self.attachments else {
+            return history;
+        };
+        for message in &mut history {
+            let Message::User(message) = message else {
+                continue;
+            };
+            let Content::Parts(parts) = &mut message.content else {
+                continue;
+            };
+            for part in parts.iter_mut() {
+                let ContentPart::Image(media) = part else {
+                    continue;
+                };
+                let PartSource::Url { value, .. } = &mut media.source else {
+                    continue;
+                };
+                let Some(id) = value.strip_prefix(REFERENCE_PREFIX).map(str::to_owned) else {
+                    continue;
+                };
+                let Ok(Some((owner, mime))) = self.store.attachment(&id).await else {
+                    continue;
+                };
+                if owner != user {
+                    continue;
+                }
+                match attachments.load(&id) {
+                    Ok(bytes) if bytes.len() <= MAX_INLINE => {
+                        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                        *value = format!("data:{mime};base64,{data}");
+                    }
+                    _ => {}
+                }
+            }
+        }
+        history
     }
 
     /// Writes a run's end; true when this call ended it.

@@ -422,7 +422,9 @@ fn to_chat(message: &Message) -> Option<ChatMessage> {
                         ContentPart::Image(media) => match &media.source {
                             // Stored attachments are references; the model
                             // gets a note, not our internal id.
-                            PartSource::Url { value, .. } if value.starts_with("http") => {
+                            PartSource::Url { value, .. }
+                                if value.starts_with("http") || value.starts_with("data:") =>
+                            {
                                 Some(UserPart::ImageUrl(value.clone()))
                             }
                             _ => Some(UserPart::Text("[image attached]".into())),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use agwire_client::core::pipeline::Pipeline;
 use agwire_client::core::{Event, RunAgentInput, RunFinishedOutcome};
-use agwire_llm::{ChatMessage, ChatModel, ScriptedModel, ScriptedReply};
+use agwire_llm::{ChatEvent, ChatMessage, ChatModel, ScriptedModel, ScriptedReply};
 use agwire_service::pipeline::LlmBrain;
 use common::{body, events, get_json, post, start_brain};
 use serde_json::{Value, json};
@@ -41,7 +41,10 @@ fn system_prompt(request: &agwire_llm::ChatRequest) -> String {
 async fn the_router_picks_the_agent_and_an_unusable_answer_falls_back_to_the_default() {
     let model = ScriptedModel::queue(vec![
         ScriptedReply::text(r#"{"agent": "calendar"}"#),
-        ScriptedReply::text("Your calendar is clear."),
+        [ChatEvent::ReasoningDelta("Nothing is booked.".into())]
+            .into_iter()
+            .chain(ScriptedReply::text("Your calendar is clear."))
+            .collect(),
         ScriptedReply::text("Sorry, I cannot decide"),
         ScriptedReply::text("Hello!"),
     ]);
@@ -59,6 +62,15 @@ async fn the_router_picks_the_agent_and_an_unusable_answer_falls_back_to_the_def
         })
         .collect();
     assert_eq!(steps, ["router", "worker"]);
+    // The model's reasoning streams as AG-UI reasoning.
+    let reasoning: String = log
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::ReasoningMessageContent(r) => Some(r.delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasoning, "Nothing is booked.");
     let requests = model.requests();
     assert!(requests[0].json_mode, "the router asks for JSON");
     assert!(system_prompt(&requests[0]).contains("- calendar: "));
@@ -295,4 +307,88 @@ async fn the_official_http_agent_completes_a_frontend_tool_round_trip() {
         .clone();
     assert_eq!(last["role"], "assistant");
     assert_eq!(last["content"], "Done.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_sees_the_users_image() {
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR pixels";
+    let model = ScriptedModel::queue(vec![
+        ScriptedReply::text(r#"{"agent": "general"}"#),
+        ScriptedReply::text("A very small picture."),
+    ]);
+    let server = start_brain(brain(&model)).await;
+    let upload: Value = reqwest::Client::new()
+        .post(format!("http://{}/api/v1/agent/attachments", server.addr))
+        .header("content-type", "image/png")
+        .body(PNG)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let thread = uuid::Uuid::new_v4().to_string();
+    let mut request = body(&thread, "img", "x");
+    request["messages"][0]["content"] = json!([
+        {"type": "text", "text": "这张图片里的内容是什么?"},
+        {"type": "binary", "mimeType": "image/png", "url": upload["url"]}
+    ]);
+    assert_eq!(
+        post(server.addr, &request, None).await.status().as_u16(),
+        202
+    );
+    events(server.addr, "img", None).await;
+    use base64::Engine;
+    let expected = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(PNG)
+    );
+    let worker = model
+        .requests()
+        .into_iter()
+        .rfind(|r| !r.json_mode)
+        .unwrap();
+    let parts = worker
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            ChatMessage::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        parts,
+        [
+            agwire_llm::UserPart::Text("这张图片里的内容是什么?".into()),
+            agwire_llm::UserPart::ImageUrl(expected)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_automation_run_uses_its_jobs_agent_and_tools() {
+    let model = ScriptedModel::queue(vec![ScriptedReply::text("Nothing today.")]);
+    let server = start_brain(brain(&model)).await;
+    let job: Value = reqwest::Client::new()
+        .post(format!("http://{}/api/v1/automation/jobs", server.addr))
+        .json(&json!({"name": "brief", "schedule": {"every_seconds": 3600}, "timezone": "Asia/Shanghai",
+                      "prompt": "What is on my calendar today?",
+                      "config": {"agent": "calendar", "enabled_tools": ["calendar_read"]}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let due: jiff::Timestamp = job["nextRunAt"].as_str().unwrap().parse().unwrap();
+    let fired = server.service.run_due_jobs(due).await.unwrap();
+    assert_eq!(fired.len(), 1);
+    common::wait_status(server.addr, &fired[0], "succeeded").await;
+    // One agent in the job's catalogue: no router call; the worker is the
+    // calendar agent with only the job's tools.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(system_prompt(&requests[0]).contains("You manage the user's calendar"));
+    let tools: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, ["calendar_read"]);
 }
