@@ -21,10 +21,14 @@ fn day_of(message: &StoredMessage, tz: &TimeZone) -> Option<Date> {
 
 /// Whether a message is shown in history (user messages, and assistant
 /// messages with text).
-fn shown(message: &Message) -> bool {
-    match message {
+/// User messages, and assistant messages that say something or carry a UI
+/// (one that only called tools is plumbing).
+fn shown(stored: &StoredMessage) -> bool {
+    match &stored.message {
         Message::User(_) => true,
-        Message::Assistant(a) => a.content.as_ref().is_some_and(|c| !c.is_empty()),
+        Message::Assistant(a) => {
+            a.content.as_ref().is_some_and(|c| !c.is_empty()) || stored.ui_schema.is_some()
+        }
         _ => false,
     }
 }
@@ -42,7 +46,7 @@ pub fn snapshot(
     let empty = json!({"scope": "history_day", "threadId": thread_id, "day": null, "hasMore": false, "messages": []});
     let visible: Vec<(&StoredMessage, Date)> = messages
         .iter()
-        .filter(|m| shown(&m.message))
+        .filter(|m| shown(m))
         .filter_map(|m| day_of(m, tz).map(|d| (m, d)))
         .collect();
     let Some(day) = visible
@@ -193,6 +197,27 @@ mod tests {
             days(&la, Some("2026-03-14")),
             (json!(null), json!(false), vec![])
         );
+    }
+
+    #[test]
+    fn an_answer_shows_when_it_says_something_or_carries_a_ui() {
+        let call_only = message(2, "assistant", "", "2026-03-14T10:00:01Z");
+        let mut card = message(3, "assistant", "", "2026-03-14T10:00:02Z");
+        card.ui_schema = Some(json!({"version": "2.0"}));
+        let thread = [
+            message(1, "user", "hi", "2026-03-14T10:00:00Z"),
+            call_only,
+            card,
+        ];
+        let snap = snapshot(Some("t"), &thread, &TimeZone::UTC, None, &|u| u.to_owned());
+        let seqs: Vec<i64> = snap["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["seq"].as_i64().unwrap())
+            .collect();
+        assert_eq!(seqs, [1, 3]);
+        assert_eq!(snap["messages"][1]["ui_schema"], json!({"version": "2.0"}));
     }
 
     #[test]
