@@ -478,30 +478,6 @@ impl Store {
         Ok(Some(first))
     }
 
-    /// Ends an active run with its final status, error (`{message, code}`)
-    /// and token usage. False when it had already ended.
-    pub async fn finish(
-        &self,
-        task_id: &str,
-        status: &str,
-        error: Option<&serde_json::Value>,
-        usage: Option<&serde_json::Value>,
-        now_ms: i64,
-    ) -> Result<bool, Error> {
-        let result = sqlx::query(
-            "UPDATE runs SET status = ?, error = ?, usage = ?, finished_at = ? \
-             WHERE task_id = ? AND status IN ('queued', 'running')",
-        )
-        .bind(status)
-        .bind(error.map(serde_json::Value::to_string))
-        .bind(usage.map(serde_json::Value::to_string))
-        .bind(now_ms)
-        .bind(task_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(result.rows_affected() == 1)
-    }
-
     /// The oldest queued run of a thread (the next to start there).
     pub async fn next_queued(&self, thread_id: &str) -> Result<Option<RunRecord>, Error> {
         let row = sqlx::query(

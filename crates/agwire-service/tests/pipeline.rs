@@ -317,21 +317,12 @@ async fn the_model_sees_the_users_image() {
         ScriptedReply::text("A very small picture."),
     ]);
     let server = start_brain(brain(&model)).await;
-    let upload: Value = reqwest::Client::new()
-        .post(format!("http://{}/api/v1/agent/attachments", server.addr))
-        .header("content-type", "image/png")
-        .body(PNG)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let url = common::upload(server.addr, PNG).await;
     let thread = uuid::Uuid::new_v4().to_string();
     let mut request = body(&thread, "img", "x");
     request["messages"][0]["content"] = json!([
         {"type": "text", "text": "这张图片里的内容是什么?"},
-        {"type": "binary", "mimeType": "image/png", "url": upload["url"]}
+        {"type": "binary", "mimeType": "image/png", "url": url}
     ]);
     assert_eq!(
         post(server.addr, &request, None).await.status().as_u16(),

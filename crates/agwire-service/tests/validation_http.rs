@@ -52,17 +52,7 @@ async fn every_rule_on_both_sides_of_its_boundary() {
     let client = reqwest::Client::new();
     let mut signed = Vec::new();
     for _ in 0..4 {
-        let upload: Value = client
-            .post(format!("http://{addr}/api/v1/agent/attachments"))
-            .header("content-type", "image/png")
-            .body(PNG)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        signed.push(upload["url"].as_str().unwrap().to_owned());
+        signed.push(common::upload(addr, PNG).await);
     }
     let tampered = format!("{}0", signed[0]);
     let one = |content: Value| with(body(&thread(), "r", "x"), "/messages/0/content", content);
@@ -337,16 +327,7 @@ async fn the_seeds_four_request_examples_are_accepted() {
     let server = start(&Config::default(), BuiltinAgent::default(), Auth::none()).await;
     let addr = server.addr;
     let client = reqwest::Client::new();
-    let upload: Value = client
-        .post(format!("http://{addr}/api/v1/agent/attachments"))
-        .header("content-type", "image/png")
-        .body(PNG)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let url = common::upload(addr, PNG).await;
     // Seed 004's examples, verbatim but for what a live service must own:
     // the storage URL is one this service signed, and each goes on a fresh
     // thread (the seed reuses one thread id, busy while a run is active).
@@ -360,10 +341,7 @@ async fn the_seeds_four_request_examples_are_accepted() {
         let thread = thread();
         let request = example
             .replace(r#""threadId": "T""#, &format!(r#""threadId": "{thread}""#))
-            .replace(
-                r#""url": "U""#,
-                &format!(r#""url": "{}""#, upload["url"].as_str().unwrap()),
-            );
+            .replace(r#""url": "U""#, &format!(r#""url": "{url}""#));
         let response = client
             .post(format!("http://{addr}/api/v1/agent/runs"))
             .header("content-type", "application/json")

@@ -136,6 +136,21 @@ pub async fn post(addr: SocketAddr, body: &Value, accept: Option<&str>) -> reqwe
     request.send().await.unwrap()
 }
 
+/// Uploads `image` as the local user's attachment; returns its signed URL.
+pub async fn upload(addr: SocketAddr, image: &[u8]) -> String {
+    let answer: Value = reqwest::Client::new()
+        .post(format!("http://{addr}/api/v1/agent/attachments"))
+        .header("content-type", "image/png")
+        .body(image.to_vec())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    answer["url"].as_str().unwrap().to_owned()
+}
+
 /// GET a JSON document.
 pub async fn get_json(addr: SocketAddr, path: &str) -> Value {
     reqwest::get(format!("http://{addr}{path}"))
