@@ -24,7 +24,6 @@ mod common;
 mod streamgen;
 
 use agwire_codec::proto::{FrameDecoder, decode_event, encode_event, encode_frame};
-use agwire_core::Event;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value, json};
@@ -64,47 +63,12 @@ fn one_zero_view(v: &Value) -> Value {
     }
 }
 
-fn fixture_events() -> Vec<Event> {
-    let Some(dir) = common::spec_dir() else {
-        return Vec::new();
-    };
-    let root = dir.join("draft/fixtures");
-    let mut out = Vec::new();
-    let mut defs: Vec<_> = std::fs::read_dir(&root)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    defs.sort();
-    for def in defs {
-        if !def
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .ends_with("Event")
-        {
-            continue;
-        }
-        let mut files: Vec<_> = std::fs::read_dir(def.join("valid"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        files.sort();
-        for f in files {
-            let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
-            out.push(Event::from_value(v).unwrap().value);
-        }
-    }
-    out
-}
-
 #[test]
 fn protobuf_agrees_with_the_official_sdks() {
     let Some(dir) = common::interop_dir() else {
         return;
     };
-    let fixtures = fixture_events();
+    let fixtures = common::fixture_events();
     let mut events = fixtures.clone();
     events.extend(common::sample_events(SEED, GENERATED));
     println!(

@@ -199,7 +199,7 @@ impl Decode for ContentPart {
             Some("audio") => ContentPart::Audio,
             Some("video") => ContentPart::Video,
             Some("document") => ContentPart::Document,
-            _ => return Err(Fail::Drop),
+            _ => return Err(Fail::Drop { tag: "type" }),
         };
         let mut o = Obj::from_map(map, cx, path);
         o.take("type");
@@ -226,7 +226,7 @@ impl Decode for PartSource {
             Some("data") => 0,
             Some("url") => 1,
             Some("file") => 2,
-            _ => return Err(Fail::Drop),
+            _ => return Err(Fail::Drop { tag: "type" }),
         };
         let mut o = Obj::from_map(map, cx, path);
         o.take("type");

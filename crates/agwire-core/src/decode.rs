@@ -98,7 +98,12 @@ impl Cx {
 pub(crate) enum Fail {
     /// The value is an unrecognised union member: the container decides whether
     /// that removes a field, an element, or (in a required position) itself.
-    Drop,
+    /// `tag` is the member that names the variant (`role`, `type`, `op`):
+    /// where strict decoding points its error.
+    Drop {
+        /// The discriminating member.
+        tag: &'static str,
+    },
     /// The value is malformed.
     Error(DecodeError),
 }
@@ -323,11 +328,11 @@ impl<T: Decode> Decode for Vec<T> {
             let mark = cx.warnings.len();
             match T::decode(item, cx, &item_path) {
                 Ok(value) => out.push(value),
-                Err(Fail::Drop) => {
+                Err(Fail::Drop { tag }) => {
                     // The element goes whole, and with it whatever its descent reported.
                     cx.warnings.truncate(mark);
                     if !cx.lenient() {
-                        return Err(cx.error(&item_path, "unrecognised union member"));
+                        return Err(cx.error(&item_path.key(tag), "unrecognised union member"));
                     }
                     cx.strip(&item_path);
                 }
@@ -437,10 +442,10 @@ impl<'p> Obj<'p> {
         let mark = cx.warnings.len();
         match T::decode(value, cx, path) {
             Ok(v) => Ok(Some(v)),
-            Err(Fail::Drop) => {
+            Err(Fail::Drop { tag }) => {
                 cx.warnings.truncate(mark);
                 if !cx.lenient() {
-                    return Err(cx.error(path, "unrecognised union member"));
+                    return Err(cx.error(&path.key(tag), "unrecognised union member"));
                 }
                 cx.strip(path);
                 Ok(None)
@@ -530,9 +535,9 @@ pub(crate) fn top<T>(
             warnings: cx.warnings,
         }),
         Err(Fail::Error(err)) => Err(err),
-        Err(Fail::Drop) => Err(DecodeError {
+        Err(Fail::Drop { tag }) => Err(DecodeError {
             context: context.to_owned(),
-            path: String::new(),
+            path: format!("/{tag}"),
             reason: "unrecognised union member".to_owned(),
         }),
     }

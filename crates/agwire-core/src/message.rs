@@ -436,7 +436,7 @@ impl Decode for Message {
             Some("tool") => Role::Tool,
             Some("activity") => Role::Activity,
             Some("reasoning") => Role::Reasoning,
-            _ => return Err(Fail::Drop),
+            _ => return Err(Fail::Drop { tag: "role" }),
         };
         let mut o = Obj::from_map(map, cx, path);
         o.take("role");

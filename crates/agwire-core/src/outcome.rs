@@ -94,7 +94,7 @@ impl Decode for RunFinishedOutcome {
             Some("success") => 0,
             Some("interrupt") => 1,
             Some("cancelled") => 2,
-            _ => return Err(Fail::Drop),
+            _ => return Err(Fail::Drop { tag: "type" }),
         };
         let mut o = Obj::from_map(map, cx, path);
         o.take("type");
@@ -129,7 +129,7 @@ impl Decode for SubagentFinishedOutcome {
         let suspended = match tag(&map, "type") {
             Some("success") => false,
             Some("suspended") => true,
-            _ => return Err(Fail::Drop),
+            _ => return Err(Fail::Drop { tag: "type" }),
         };
         let mut o = Obj::from_map(map, cx, path);
         o.take("type");

@@ -9,23 +9,13 @@
 //! `../../../shared/agui-spec` from this crate. Without it the test says so
 //! and passes.
 
+mod common;
+
 use std::path::PathBuf;
 
 use agwire_core::apply::Session;
 use agwire_core::{Event, Message};
 use serde_json::Value;
-
-fn spec_dir() -> PathBuf {
-    std::env::var_os("AGUI_SPEC_DIR").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/agui-spec"
-            ))
-        },
-        PathBuf::from,
-    )
-}
 
 /// The fixture's subset rule: objects compare the listed keys only, arrays
 /// compare pairwise at exactly the same length, an empty object or array
@@ -127,14 +117,11 @@ fn run_fixture(fixture: &Value) -> Result<(), String> {
 
 #[test]
 fn apply_stage_conformance_streams() {
-    let dir = spec_dir().join("1.1/conformance/streams");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!(
-            "SKIPPED: no conformance corpus at {} (set AGUI_SPEC_DIR)",
-            dir.display()
-        );
+    let Some(spec) = common::spec_dir() else {
         return;
     };
+    let dir = spec.join("1.1/conformance/streams");
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))

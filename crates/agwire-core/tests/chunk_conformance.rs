@@ -9,6 +9,8 @@
     clippy::print_stderr
 )]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -31,26 +33,7 @@ const CHUNK_FIXTURES: &[&str] = &[
 ];
 
 fn streams_dir() -> Option<PathBuf> {
-    let spec = std::env::var_os("AGUI_SPEC_DIR").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/agui-spec"
-            ))
-        },
-        PathBuf::from,
-    );
-    let dir = spec.join("1.1/conformance/streams");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "\n!!!!! AG-UI conformance streams not found at {} — set AGUI_SPEC_DIR. \
-             The chunk conformance tests are SKIPPED, not passed. !!!!!\n",
-            dir.display()
-        );
-        None
-    }
+    common::spec_dir().map(|spec| spec.join("1.1/conformance/streams"))
 }
 
 fn read_json(path: &Path) -> Value {

@@ -623,4 +623,40 @@ fn agwire_agrees_with_the_official_client() {
         unclassified.is_empty(),
         "client errors that match no known template: {unclassified:?}"
     );
+    // A generator that stops producing a class of stream, or stops reaching
+    // a failure of the client, must not leave this test green. (A single
+    // stream replayed with AGWIRE_DIFF_INDEX has no mix to speak of.)
+    if streams.len() >= 1000 {
+        let share = |class: StreamClass| {
+            by_class.get(class.name()).copied().unwrap_or(0) as f64 / streams.len() as f64
+        };
+        for (class, floor) in [
+            (StreamClass::Valid, 0.30),
+            (StreamClass::Broken, 0.25),
+            (StreamClass::Malformed, 0.04),
+            (StreamClass::SpecOnly, 0.02),
+        ] {
+            assert!(
+                share(class) >= floor,
+                "class {} is {:.1}% of the streams, below its floor of {:.0}%",
+                class.name(),
+                share(class) * 100.0,
+                floor * 100.0
+            );
+        }
+        let missed: Vec<&str> = reachable
+            .iter()
+            .filter(|t| !templates_hit.contains_key(t.key))
+            .map(|t| t.key)
+            .collect();
+        assert!(
+            missed.is_empty(),
+            "reachable client error templates no stream hit: {missed:?}"
+        );
+        assert!(
+            agreement.get(&(true, true)).copied().unwrap_or(0) >= streams.len() / 4
+                && agreement.get(&(false, false)).copied().unwrap_or(0) >= streams.len() / 4,
+            "too few streams accepted or rejected by both: {agreement:?}"
+        );
+    }
 }

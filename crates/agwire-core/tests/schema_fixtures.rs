@@ -35,6 +35,58 @@ const LENIENT_ACCEPTS: &[&str] = &[
 ];
 
 /// Decodes `doc` as the fixture's definition; returns what it serializes back to.
+/// Every keyword that failed on `doc`, with the instance location it failed
+/// at — like ajv with `allErrors`: composite keywords (`oneOf` at a message)
+/// as well as the errors inside their branches. Read from the validator's
+/// list output, whose failed units end in the keyword's name.
+fn failed_keywords(validator: &jsonschema::Validator, doc: &Value) -> Vec<(String, String)> {
+    const NAMING: [&str; 5] = [
+        "properties",
+        "patternProperties",
+        "$defs",
+        "definitions",
+        "dependentSchemas",
+    ];
+    let list = serde_json::to_value(validator.evaluate(doc).list()).unwrap_or_default();
+    let mut failed = Vec::new();
+    for unit in list["details"].as_array().into_iter().flatten() {
+        if unit["valid"] != Value::Bool(false) {
+            continue;
+        }
+        let path = unit["evaluationPath"].as_str().unwrap_or_default();
+        let mut segments = path.rsplit('/');
+        let (Some(last), parent) = (segments.next(), segments.next()) else {
+            continue;
+        };
+        let is_keyword = last
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '$')
+            && !parent.is_some_and(|p| NAMING.contains(&p));
+        if is_keyword {
+            let at = unit["instanceLocation"].as_str().unwrap_or_default();
+            failed.push((last.to_owned(), at.to_owned()));
+        }
+    }
+    failed
+}
+
+/// Where a strict decoder's refusal points (the JSON pointer of its error),
+/// for the invalid fixtures' `instanceLocation`.
+fn refusal_path(definition: &str, doc: Value) -> Option<String> {
+    fn run<T: Decodable>(doc: Value) -> Option<String> {
+        decode::<T>(doc, DecodeMode::Strict).err().map(|e| e.path)
+    }
+    match definition {
+        "Interrupt" => run::<Interrupt>(doc),
+        "ResumeEntry" => run::<ResumeEntry>(doc),
+        "RunAgentInput" => run::<RunAgentInput>(doc),
+        "Tool" => run::<Tool>(doc),
+        "ToolMessage" | "UserMessage" => run::<Message>(doc),
+        _ => run::<Event>(doc),
+    }
+}
+
 fn decode_as(definition: &str, doc: Value, mode: DecodeMode) -> Result<Value, String> {
     fn run<T: Decodable + serde::Serialize>(
         doc: Value,
@@ -123,6 +175,8 @@ fn schema_fixtures() {
     let mut failures = Vec::new();
     let (mut valid_total, mut invalid_total) = (0, 0);
     let mut lenient_accepted = Vec::new();
+    let (mut expectations_met, mut located) = (0, 0);
+    let mut mislocated = Vec::new();
     for definition in &definitions {
         let validator = schema.validator(definition);
         for path in common::documents(&root.join(definition).join("valid")) {
@@ -156,6 +210,34 @@ fn schema_fixtures() {
             invalid_total += 1;
             let rel = path.strip_prefix(&root).unwrap().display().to_string();
             let doc = common::read_json(&path);
+            // The fixture fails for the reason it states: the official
+            // schema reports its `keyword` at its `instanceLocation`
+            // (CONFORMANCE-NOTES §4: keyword and instance location are the
+            // portable part of the expectation).
+            let expect = common::read_json(&path.with_extension("expect.json"));
+            let (keyword, location) = (
+                expect["keyword"].as_str().unwrap_or_default(),
+                expect["instanceLocation"].as_str().unwrap_or_default(),
+            );
+            let reported = failed_keywords(&validator, &doc);
+            if !reported.iter().any(|(k, l)| k == keyword && l == location) {
+                failures.push(format!(
+                    "{rel}: the schema does not report {keyword} at '{location}' (it reports {reported:?})"
+                ));
+            } else {
+                expectations_met += 1;
+            }
+            // Our strict decoder refuses it at that place too (or inside it:
+            // a missing required member is named by its own pointer).
+            match refusal_path(definition, doc.clone()) {
+                Some(ours) if ours == location || ours.starts_with(&format!("{location}/")) => {
+                    located += 1;
+                }
+                Some(ours) => mislocated.push(format!(
+                    "{rel}: ours '{ours}', expected '{location}' ({keyword})"
+                )),
+                None => {}
+            }
             if let Ok(out) = decode_as(definition, doc.clone(), DecodeMode::Strict) {
                 failures.push(format!(
                     "{rel}: strict decoding accepted an invalid document as {out}"
@@ -182,6 +264,15 @@ fn schema_fixtures() {
          {} failures; {} invalid documents accepted by lenient decoding by design",
         failures.len(),
         lenient_accepted.len()
+    );
+    println!(
+        "invalid fixtures: {expectations_met}/{invalid_total} fail with the expected keyword at the expected place; \
+         our strict decoder points there for {located}"
+    );
+    failures.extend(
+        mislocated
+            .into_iter()
+            .map(|m| format!("refused elsewhere: {m}")),
     );
     assert!(
         valid_total >= 100 && invalid_total >= 60,

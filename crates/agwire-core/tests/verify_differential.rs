@@ -434,6 +434,12 @@ fn first_error_matches_the_official_client_on_random_streams() {
         streams.len(),
         mismatches.len()
     );
+    // The random streams must keep exercising both verdicts.
+    assert!(
+        rejected >= streams.len() / 20 && rejected <= streams.len() * 19 / 20,
+        "{rejected} of {} streams rejected: the generator lost its mix",
+        streams.len()
+    );
     assert!(
         mismatches.is_empty(),
         "{} of {} streams differ from @ag-ui/client; first ones:\n{}",

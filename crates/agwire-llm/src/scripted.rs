@@ -21,7 +21,8 @@ enum Source {
 #[derive(Clone)]
 pub struct ScriptedModel {
     source: Arc<Source>,
-    requests: Arc<Mutex<Vec<ChatRequest>>>,
+    /// The requests received, when they are kept (see [`ScriptedModel::requests`]).
+    requests: Option<Arc<Mutex<Vec<ChatRequest>>>>,
     delay: Duration,
     name: String,
 }
@@ -35,23 +36,34 @@ impl std::fmt::Debug for ScriptedModel {
 }
 
 impl ScriptedModel {
-    /// Replies computed by `rule` from each request.
+    /// Replies computed by `rule` from each request. It serves any number
+    /// of requests and keeps none of them (see [`ScriptedModel::recording`]).
     pub fn new(rule: impl Fn(&ChatRequest) -> Vec<ChatEvent> + Send + Sync + 'static) -> Self {
         Self::from_source(Source::Rule(Box::new(rule)))
     }
 
     /// These replies, one per call, in order (a call past the end fails).
+    /// The requests are kept ([`ScriptedModel::requests`]): there are at most
+    /// as many as replies.
     pub fn queue(replies: Vec<Vec<ChatEvent>>) -> Self {
-        Self::from_source(Source::Queue(Mutex::new(replies.into())))
+        Self::from_source(Source::Queue(Mutex::new(replies.into()))).recording()
     }
 
     fn from_source(source: Source) -> Self {
         Self {
             source: Arc::new(source),
-            requests: Arc::default(),
+            requests: None,
             delay: Duration::ZERO,
             name: "scripted".into(),
         }
+    }
+
+    /// Keeps every request it receives, for [`ScriptedModel::requests`]
+    /// (tests). A model that serves a service indefinitely must not: its
+    /// memory would grow with every call.
+    pub fn recording(mut self) -> Self {
+        self.requests = Some(Arc::default());
+        self
     }
 
     /// Pauses before each event (demos; runs that must stay in flight).
@@ -60,9 +72,12 @@ impl ScriptedModel {
         self
     }
 
-    /// Every request received so far.
+    /// Every request received so far, if they are kept (empty otherwise).
     pub fn requests(&self) -> Vec<ChatRequest> {
-        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+        self.requests
+            .as_ref()
+            .and_then(|r| r.lock().ok().map(|r| r.clone()))
+            .unwrap_or_default()
     }
 }
 
@@ -76,7 +91,7 @@ impl ChatModel for ScriptedModel {
             Source::Rule(rule) => Some(rule(&request)),
             Source::Queue(queue) => queue.lock().ok().and_then(|mut q| q.pop_front()),
         };
-        if let Ok(mut requests) = self.requests.lock() {
+        if let Some(Ok(mut requests)) = self.requests.as_ref().map(|r| r.lock()) {
             requests.push(request);
         }
         let delay = self.delay;
@@ -153,5 +168,35 @@ impl ScriptedReply {
             }
         }
         reply
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            messages: vec![crate::ChatMessage::user("hi")],
+            ..ChatRequest::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_rule_model_keeps_no_request_and_a_queue_keeps_each() {
+        // The model `agwire serve` runs without a provider answers forever:
+        // keeping every request grew the process by ~10 KiB per run.
+        let rule = ScriptedModel::new(|_| ScriptedReply::text("ok"));
+        for _ in 0..100 {
+            drop(rule.stream(request()).await);
+        }
+        assert!(rule.requests().is_empty());
+        let recorded = ScriptedModel::new(|_| ScriptedReply::text("ok")).recording();
+        drop(recorded.stream(request()).await);
+        assert_eq!(recorded.requests().len(), 1);
+        let queue = ScriptedModel::queue(vec![ScriptedReply::text("a"), ScriptedReply::text("b")]);
+        drop(queue.stream(request()).await);
+        drop(queue.stream(request()).await);
+        assert_eq!(queue.requests().len(), 2);
     }
 }

@@ -38,17 +38,33 @@ enum Open {
     Subagent(String),
 }
 
-/// Where events go: the response body's bounded channel.
+/// Where events go: the response body's bounded queue, or a caller's
+/// channel ([`crate::run_detached`]).
+#[derive(Debug)]
+pub(crate) enum Tx {
+    Queue(crate::queue::Sender),
+    Channel(mpsc::Sender<Event>),
+}
+
+impl Tx {
+    async fn send(&self, event: Event) -> bool {
+        match self {
+            Tx::Queue(tx) => tx.send(event).await.is_ok(),
+            Tx::Channel(tx) => tx.send(event).await.is_ok(),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Sink {
-    tx: mpsc::Sender<Event>,
+    tx: Tx,
     policy: DisconnectPolicy,
     gone: bool,
 }
 
 impl Sink {
     async fn send(&mut self, event: Event) -> Result<(), Error> {
-        if !self.gone && self.tx.send(event).await.is_ok() {
+        if !self.gone && self.tx.send(event).await {
             return Ok(());
         }
         self.gone = true;
@@ -95,7 +111,7 @@ impl RunContext {
     pub(crate) fn new(
         input: &RunAgentInput,
         version: ProtocolVersion,
-        tx: mpsc::Sender<Event>,
+        tx: Tx,
         policy: DisconnectPolicy,
         cancel: CancellationToken,
     ) -> Self {

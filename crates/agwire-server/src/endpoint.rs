@@ -7,21 +7,20 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agwire_codec::negotiate::{Negotiator, WireFormat};
-use agwire_core::decode::{DecodeMode, decode};
 use agwire_core::{ProtocolVersion, RunAgentInput};
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, BoxFuture, DynAgent};
-use crate::body::EventBody;
-use crate::context::{DisconnectPolicy, RunContext};
+use crate::body::{EventBody, stream_response};
+use crate::context::{DisconnectPolicy, RunContext, Tx};
 use crate::error::AgentError;
+use crate::intake::Intake;
+use crate::queue;
 
 /// Default request body limit: 10 MiB, the official SSE parser's event limit.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
@@ -35,25 +34,20 @@ pub const DEFAULT_CHANNEL_CAPACITY: usize = 64;
 /// How an endpoint serves its agent.
 #[derive(Debug, Clone)]
 struct Config {
-    negotiator: Negotiator,
+    intake: Intake,
     keep_alive: Option<Duration>,
     disconnect: DisconnectPolicy,
     capacity: usize,
-    max_body_bytes: usize,
     sse_ids: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        let negotiator = Negotiator::new();
-        #[cfg(not(feature = "proto"))]
-        let negotiator = negotiator.sse_only();
         Self {
-            negotiator,
+            intake: Intake::new(),
             keep_alive: Some(DEFAULT_KEEP_ALIVE),
             disconnect: DisconnectPolicy::default(),
             capacity: DEFAULT_CHANNEL_CAPACITY,
-            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             sse_ids: false,
         }
     }
@@ -68,8 +62,9 @@ struct Inner {
 /// `route_service`.
 ///
 /// Before the stream, a bad request is an HTTP error with a JSON body
-/// `{"detail": "..."}`: 405 for a method other than POST, 415 for a body that
-/// is not JSON, 413 over the body limit, 400 for malformed JSON, 422 for JSON
+/// `{"detail": "..."}` ([`Intake`]'s checks): 405 for a method other than
+/// POST, 415 for a body that is not JSON, 413 over the body limit (at once
+/// when `Content-Length` declares it), 400 for malformed JSON, 422 for JSON
 /// that is not a `RunAgentInput`. Then the response is `200` in the format the
 /// `Accept` header negotiates (SSE or protobuf, with `Cache-Control: no-store`
 /// and `X-Accel-Buffering: no`), and every failure is a `RUN_ERROR` inside it.
@@ -130,7 +125,7 @@ impl AgentEndpoint {
     /// The `Accept` negotiation (e.g. `Negotiator::new().prefer_sse_for_wildcards(true)`
     /// so `curl` users get text).
     pub fn negotiator(self, negotiator: Negotiator) -> Self {
-        self.config(|c| c.negotiator = negotiator)
+        self.config(|c| c.intake = c.intake.clone().negotiator(negotiator))
     }
 
     /// Keep-alive comment period on idle SSE streams; `None` turns them off.
@@ -150,7 +145,7 @@ impl AgentEndpoint {
 
     /// Largest request body accepted.
     pub fn max_body_bytes(self, bytes: usize) -> Self {
-        self.config(|c| c.max_body_bytes = bytes)
+        self.config(|c| c.intake = c.intake.clone().max_body_bytes(bytes))
     }
 
     /// Writes `id: <n>` (1, 2, ...) before each SSE event.
@@ -166,73 +161,34 @@ impl AgentEndpoint {
     }
 
     async fn accept(&self, request: Request) -> Result<Response, Response> {
-        let config = &self.inner.config;
-        if request.method() != Method::POST {
-            let mut response = error(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method not allowed: use POST",
-            );
-            response
-                .headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("POST"));
-            return Err(response);
-        }
-        let headers = request.headers();
-        if let Some(content_type) = headers.get(header::CONTENT_TYPE)
-            && !is_json(content_type)
-        {
-            return Err(error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "the body must be a JSON RunAgentInput (Content-Type: application/json)",
-            ));
-        }
-        let too_large = || {
-            error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &format!("the body exceeds {} bytes", config.max_body_bytes),
-            )
-        };
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > config.max_body_bytes as u64) {
-            return Err(too_large());
-        }
-        let format = config
-            .negotiator
-            .choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-        let body = Limited::new(request.into_body(), config.max_body_bytes)
-            .collect()
+        let (input, format) = self
+            .inner
+            .config
+            .intake
+            .run_input(request)
             .await
-            .map_err(|err| {
-                if err.downcast_ref::<LengthLimitError>().is_some() {
-                    too_large()
-                } else {
-                    error(
-                        StatusCode::BAD_REQUEST,
-                        &format!("could not read the body: {err}"),
-                    )
-                }
-            })?
-            .to_bytes();
-        let value: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|err| error(StatusCode::BAD_REQUEST, &format!("invalid JSON: {err}")))?;
-        let decoded = decode::<RunAgentInput>(value, DecodeMode::Lenient)
-            .map_err(|err| error(StatusCode::UNPROCESSABLE_ENTITY, &err.to_string()))?;
-        for warning in &decoded.warnings {
-            warning.trace();
-        }
-        Ok(self.start(decoded.value, format))
+            .map_err(IntoResponse::into_response)?;
+        Ok(self.start(input, format))
     }
 
     fn start(&self, input: RunAgentInput, format: WireFormat) -> Response {
         let config = &self.inner.config;
         let version = ProtocolVersion::negotiate(input.protocol_version.as_deref());
-        let (tx, rx) = mpsc::channel(config.capacity);
+        let (tx, rx) = queue::queue(config.capacity);
         let cancel = CancellationToken::new();
-        let ctx = RunContext::new(&input, version, tx, config.disconnect, cancel.clone());
+        let ctx = RunContext::new(
+            &input,
+            version,
+            Tx::Queue(tx),
+            config.disconnect,
+            cancel.clone(),
+        );
         let body = EventBody::new(
-            Box::pin(run(self.inner.clone(), input, ctx)),
+            Box::pin(drive(
+                Runner::Shared(self.inner.clone()),
+                Box::new(input),
+                Box::new(ctx),
+            )),
             rx,
             format,
             config.keep_alive,
@@ -240,21 +196,8 @@ impl AgentEndpoint {
             cancel,
             config.disconnect,
         );
-        let mut response = Response::new(Body::from_stream(body));
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(format.content_type()),
-        );
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-        response
+        stream_response(Body::from_stream(body), format)
     }
-}
-
-/// Runs the agent and sends the terminal event, whatever happens inside.
-async fn run(inner: Arc<Inner>, input: RunAgentInput, ctx: RunContext) {
-    drive(&*inner.agent, input, ctx).await;
 }
 
 /// Runs `agent` for `input` without HTTP: its events, `RUN_STARTED` to the
@@ -270,15 +213,49 @@ pub async fn run_detached(
     cancel: CancellationToken,
 ) {
     let version = ProtocolVersion::negotiate(input.protocol_version.as_deref());
-    let ctx = RunContext::new(&input, version, tx, DisconnectPolicy::Finish, cancel);
-    drive(agent, input, ctx).await;
+    let ctx = RunContext::new(
+        &input,
+        version,
+        Tx::Channel(tx),
+        DisconnectPolicy::Finish,
+        cancel,
+    );
+    drive(Runner::Borrowed(agent), Box::new(input), Box::new(ctx)).await;
 }
 
-async fn drive(agent: &dyn DynAgent, input: RunAgentInput, mut ctx: RunContext) {
-    if ctx.start(input.parent_run_id.clone()).await.is_err() {
+/// The agent a run executes: the endpoint's (shared, for a run that outlives
+/// the request's borrow) or the caller's.
+enum Runner<'a> {
+    Shared(Arc<Inner>),
+    Borrowed(&'a dyn DynAgent),
+}
+
+impl Runner<'_> {
+    fn agent(&self) -> &dyn DynAgent {
+        match self {
+            Runner::Shared(inner) => &*inner.agent,
+            Runner::Borrowed(agent) => *agent,
+        }
+    }
+}
+
+/// Runs the agent and sends the terminal event, whatever happens inside.
+///
+/// Everything large is boxed — the input (moved into the agent's future),
+/// the context, the short-lived opening and closing sends — because this
+/// future lives as long as the run's stream is open, idle or not, and an
+/// async fn keeps a slot for every argument and every future it awaits.
+async fn drive(runner: Runner<'_>, input: Box<RunAgentInput>, mut ctx: Box<RunContext>) {
+    let agent = runner.agent();
+    if Box::pin(ctx.start(input.parent_run_id.clone()))
+        .await
+        .is_err()
+    {
         return;
     }
-    let outcome = AssertUnwindSafe(agent.run_boxed(input, &mut ctx))
+    // Unboxed in a call of its own, so the box is freed now rather than
+    // when this future ends.
+    let outcome = AssertUnwindSafe(agent.run_boxed(unbox(input), &mut ctx))
         .catch_unwind()
         .await
         .unwrap_or_else(|panic| {
@@ -293,32 +270,13 @@ async fn drive(agent: &dyn DynAgent, input: RunAgentInput, mut ctx: RunContext) 
     if let Err(error) = &outcome {
         tracing::debug!(run_id = ctx.run_id(), %error, "run failed");
     }
-    ctx.finish(outcome).await;
+    Box::pin(ctx.finish(outcome)).await;
 }
 
-fn is_json(content_type: &HeaderValue) -> bool {
-    let Ok(value) = content_type.to_str() else {
-        return false;
-    };
-    let essence = value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
-}
-
-fn error(status: StatusCode, detail: &str) -> Response {
-    let body = serde_json::json!({ "detail": detail }).to_string();
-    let mut response = Response::new(Body::from(body));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+// The box is the point: see `drive`.
+#[allow(clippy::boxed_local)]
+fn unbox<T>(boxed: Box<T>) -> T {
+    *boxed
 }
 
 impl tower_service::Service<Request> for AgentEndpoint {

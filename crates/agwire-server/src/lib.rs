@@ -5,14 +5,20 @@ mod body;
 mod context;
 mod endpoint;
 mod error;
+mod intake;
+mod queue;
+mod serve;
 
 pub use agent::{Agent, BoxFuture, DynAgent};
+pub use body::{EventStream, Receiver};
 pub use context::{DisconnectPolicy, RunContext};
 pub use endpoint::{
     AgentEndpoint, DEFAULT_CHANNEL_CAPACITY, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_BYTES,
     run_detached,
 };
 pub use error::{AgentError, Error};
+pub use intake::{Intake, IntakeError};
+pub use serve::serve;
 
 /// The token a run is cancelled with ([`run_detached`]).
 pub use tokio_util::sync::CancellationToken;

@@ -473,11 +473,13 @@ impl Agent for Ticker {
                 _ = tokio::time::sleep(Duration::from_millis(5)) => {}
             }
             if let Err(e) = ctx.text(&id, "tick ").await {
+                // The disconnect may land while this emit waits: the emit
+                // then fails as cancelled, which is the same outcome.
                 self.ended
-                    .send(if matches!(e, Error::Disconnected) {
-                        "disconnected"
-                    } else {
-                        "other"
+                    .send(match e {
+                        Error::Disconnected => "disconnected",
+                        Error::Cancelled => "cancelled",
+                        _ => "other",
                     })
                     .unwrap();
                 return Err(e.into());

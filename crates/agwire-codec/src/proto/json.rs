@@ -1,5 +1,5 @@
 //! `google.protobuf.Value` and `Struct`, read and written straight from and to
-//! `serde_json` values.
+//! `serde_json` values (writing them is `proto/writer.rs`'s).
 //!
 //! The generated code uses these types in place of `prost-types` (see
 //! `extern_path` in `tests/proto_codegen.rs`) for two reasons. Speed: state
@@ -11,12 +11,12 @@
 use bytes::{Buf, BufMut};
 use prost::DecodeError;
 use prost::encoding::{
-    DecodeContext, WireType, decode_varint, encode_key, encode_varint, encoded_len_varint,
-    skip_field,
+    DecodeContext, WireType, decode_varint, encode_key, encode_varint, skip_field,
 };
 use serde_json::{Map, Value};
 
 use super::value::number;
+use super::writer::{self, StructMessage, ValueMessage};
 
 /// How deep `Struct`/`ListValue` nesting may go before decoding refuses: the
 /// input is untrusted and each level is a stack frame.
@@ -30,195 +30,6 @@ pub struct JsonValue(pub Option<Value>);
 /// A `google.protobuf.Struct`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JsonStruct(pub Map<String, Value>);
-
-fn len_field(len: usize) -> usize {
-    1 + encoded_len_varint(len as u64) + len
-}
-
-/// The encoded length of a `Value`'s fields.
-///
-/// Nested lengths are needed at every level of the encoding; computing them
-/// there would walk each subtree once per enclosing level. Instead one
-/// pre-order pass records each container's and each struct entry's length in
-/// `lens`, in the order the encoder meets them, and the encoder reads them back.
-fn measure(v: &Value, lens: &mut Vec<usize>) -> usize {
-    match v {
-        Value::Null | Value::Bool(_) => 2,
-        Value::Number(_) => 9,
-        Value::String(s) => len_field(s.len()),
-        Value::Array(items) => {
-            let slot = lens.len();
-            lens.push(0);
-            let inner = items.iter().map(|i| len_field(measure(i, lens))).sum();
-            lens[slot] = inner;
-            len_field(inner)
-        }
-        Value::Object(map) => len_field(measure_struct(map, lens)),
-    }
-}
-
-fn measure_struct(map: &Map<String, Value>, lens: &mut Vec<usize>) -> usize {
-    let slot = lens.len();
-    lens.push(0);
-    let mut inner = 0;
-    for (key, value) in map {
-        let entry_slot = lens.len();
-        lens.push(0);
-        // An empty key is proto3's default and is not written.
-        let key_len = if key.is_empty() {
-            0
-        } else {
-            len_field(key.len())
-        };
-        let entry = key_len + len_field(measure(value, lens));
-        lens[entry_slot] = entry;
-        inner += len_field(entry);
-    }
-    lens[slot] = inner;
-    inner
-}
-
-/// Reads back what [`measure`] recorded, in the same order.
-struct Lens<'a> {
-    lens: &'a [usize],
-    next: usize,
-}
-
-impl Lens<'_> {
-    fn take(&mut self) -> usize {
-        let len = self.lens.get(self.next).copied().unwrap_or(0);
-        self.next += 1;
-        len
-    }
-
-    /// The encoded length of `v`'s fields; for a container, without consuming
-    /// its recorded length (its own encoding does that).
-    fn value_len(&self, v: &Value) -> usize {
-        match v {
-            Value::Null | Value::Bool(_) => 2,
-            Value::Number(_) => 9,
-            Value::String(s) => len_field(s.len()),
-            Value::Array(_) | Value::Object(_) => {
-                len_field(self.lens.get(self.next).copied().unwrap_or(0))
-            }
-        }
-    }
-}
-
-/// [`measure`] without recording: what `encoded_len` needs.
-fn value_len(v: &Value) -> usize {
-    match v {
-        Value::Null | Value::Bool(_) => 2,
-        Value::Number(_) => 9,
-        Value::String(s) => len_field(s.len()),
-        Value::Array(items) => len_field(items.iter().map(|i| len_field(value_len(i))).sum()),
-        Value::Object(map) => len_field(struct_len(map)),
-    }
-}
-
-fn struct_len(map: &Map<String, Value>) -> usize {
-    map.iter()
-        .map(|(key, value)| {
-            let key_len = if key.is_empty() {
-                0
-            } else {
-                len_field(key.len())
-            };
-            len_field(key_len + len_field(value_len(value)))
-        })
-        .sum()
-}
-
-fn encode_value(v: &Value, buf: &mut impl BufMut) {
-    let mut lens = Vec::new();
-    measure(v, &mut lens);
-    encode_value_with(
-        v,
-        &mut Lens {
-            lens: &lens,
-            next: 0,
-        },
-        buf,
-    );
-}
-
-fn encode_struct(map: &Map<String, Value>, buf: &mut impl BufMut) {
-    let mut lens = Vec::new();
-    measure_struct(map, &mut lens);
-    // The fields only: the enclosing message writes this struct's length.
-    let mut lens = Lens {
-        lens: &lens,
-        next: 0,
-    };
-    let inner = lens.take();
-    encode_struct_fields(map, inner, &mut lens, buf, false);
-}
-
-fn encode_value_with(v: &Value, lens: &mut Lens<'_>, buf: &mut impl BufMut) {
-    match v {
-        Value::Null => {
-            encode_key(1, WireType::Varint, buf);
-            buf.put_u8(0);
-        }
-        Value::Number(n) => {
-            encode_key(2, WireType::SixtyFourBit, buf);
-            buf.put_f64_le(n.as_f64().unwrap_or(f64::NAN));
-        }
-        Value::String(s) => {
-            encode_key(3, WireType::LengthDelimited, buf);
-            encode_varint(s.len() as u64, buf);
-            buf.put_slice(s.as_bytes());
-        }
-        Value::Bool(b) => {
-            encode_key(4, WireType::Varint, buf);
-            buf.put_u8(u8::from(*b));
-        }
-        Value::Object(map) => {
-            encode_key(5, WireType::LengthDelimited, buf);
-            encode_struct_with(map, lens, buf);
-        }
-        Value::Array(items) => {
-            encode_key(6, WireType::LengthDelimited, buf);
-            encode_varint(lens.take() as u64, buf);
-            for item in items {
-                encode_key(1, WireType::LengthDelimited, buf);
-                encode_varint(lens.value_len(item) as u64, buf);
-                encode_value_with(item, lens, buf);
-            }
-        }
-    }
-}
-
-/// Writes a struct's length and fields (the length is consumed here, so the
-/// caller writes only the key).
-fn encode_struct_with(map: &Map<String, Value>, lens: &mut Lens<'_>, buf: &mut impl BufMut) {
-    let inner = lens.take();
-    encode_struct_fields(map, inner, lens, buf, true);
-}
-
-fn encode_struct_fields(
-    map: &Map<String, Value>,
-    inner: usize,
-    lens: &mut Lens<'_>,
-    buf: &mut impl BufMut,
-    with_len: bool,
-) {
-    if with_len {
-        encode_varint(inner as u64, buf);
-    }
-    for (key, value) in map {
-        encode_key(1, WireType::LengthDelimited, buf);
-        encode_varint(lens.take() as u64, buf);
-        if !key.is_empty() {
-            encode_key(1, WireType::LengthDelimited, buf);
-            encode_varint(key.len() as u64, buf);
-            buf.put_slice(key.as_bytes());
-        }
-        encode_key(2, WireType::LengthDelimited, buf);
-        encode_varint(lens.value_len(value) as u64, buf);
-        encode_value_with(value, lens, buf);
-    }
-}
 
 // prost 0.14 offers no other way for a hand-written `Message` to report a
 // decode error; the lockfile pins prost, and 0.15 will need a look here.
@@ -487,7 +298,9 @@ fn field_bytes(wire: WireType, buf: &mut impl Buf) -> Result<Vec<u8>, DecodeErro
 impl prost::Message for JsonValue {
     fn encode_raw(&self, buf: &mut impl BufMut) {
         if let Some(v) = &self.0 {
-            encode_value(v, buf);
+            let mut out = Vec::new();
+            writer::encode(&mut out, &ValueMessage(v));
+            buf.put_slice(&out);
         }
     }
 
@@ -507,7 +320,9 @@ impl prost::Message for JsonValue {
     }
 
     fn encoded_len(&self) -> usize {
-        self.0.as_ref().map_or(0, value_len)
+        self.0
+            .as_ref()
+            .map_or(0, |v| writer::encoded_len(&ValueMessage(v)))
     }
 
     fn clear(&mut self) {
@@ -517,7 +332,9 @@ impl prost::Message for JsonValue {
 
 impl prost::Message for JsonStruct {
     fn encode_raw(&self, buf: &mut impl BufMut) {
-        encode_struct(&self.0, buf);
+        let mut out = Vec::new();
+        writer::encode(&mut out, &StructMessage(&self.0));
+        buf.put_slice(&out);
     }
 
     fn merge_field(
@@ -539,7 +356,7 @@ impl prost::Message for JsonStruct {
     }
 
     fn encoded_len(&self) -> usize {
-        struct_len(&self.0)
+        writer::encoded_len(&StructMessage(&self.0))
     }
 
     fn clear(&mut self) {

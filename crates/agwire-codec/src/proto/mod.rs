@@ -27,6 +27,7 @@
 //! ```
 
 mod decode;
+mod direct;
 mod encode;
 #[rustfmt::skip]
 #[allow(
@@ -39,6 +40,7 @@ mod encode;
 pub mod generated;
 pub mod json;
 mod value;
+mod writer;
 
 use agwire_core::{Decoded, Event};
 use prost::Message as _;
@@ -52,20 +54,23 @@ use crate::Error;
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 10 * 1024 * 1024;
 
 /// The serialized `ag_ui.Event` of one event (no length prefix).
+///
+/// The same bytes as `to_proto(event)?.encode_to_vec()`, written straight
+/// from the event without copying it into prost's message tree.
 pub fn encode_event(event: &Event) -> Result<Vec<u8>, Error> {
-    Ok(to_proto(event)?.encode_to_vec())
+    let message = direct::Known::new(event)?;
+    let mut out = Vec::new();
+    writer::encode(&mut out, &message);
+    Ok(out)
 }
 
 /// Appends one frame (length prefix and message) to `out`.
 pub fn encode_frame(event: &Event, out: &mut Vec<u8>) -> Result<(), Error> {
-    let message = to_proto(event)?;
-    // Write the message after a placeholder prefix and patch the length in
-    // afterwards: asking the message for its length first would walk every
-    // state snapshot in it one more time.
+    let message = direct::Known::new(event)?;
+    // A placeholder prefix, patched once the message's length is known.
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
-    message.encode_raw(out);
-    let len = out.len() - start - 4;
+    let len = writer::encode(out, &message);
     let Ok(prefix) = u32::try_from(len) else {
         out.truncate(start);
         return Err(Error::FrameTooLarge {

@@ -9,6 +9,7 @@
 )]
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use base64::Engine as _;
@@ -17,6 +18,58 @@ use base64::Engine as _;
 mod peers;
 pub use peers::{interop_dir, spec_dir};
 use serde_json::Value;
+
+/// The official spec data; missing, a skip announced loudly — or, under
+/// `AGWIRE_REQUIRE_INTEROP=1` (set by `scripts/test`, so in CI), a failure, as
+/// a missing peer is.
+pub fn require_spec_dir() -> Option<PathBuf> {
+    let dir = spec_dir();
+    if dir.is_none() && std::env::var("AGWIRE_REQUIRE_INTEROP").as_deref() == Ok("1") {
+        panic!("the AG-UI spec data is missing (set AGUI_SPEC_DIR) and AGWIRE_REQUIRE_INTEROP=1");
+    }
+    dir
+}
+
+/// Every event of the official schema fixtures (`draft/fixtures/*Event/valid`).
+pub fn fixture_events() -> Vec<agwire_core::Event> {
+    let Some(dir) = require_spec_dir() else {
+        return Vec::new();
+    };
+    let root = dir.join("draft/fixtures");
+    let mut out = Vec::new();
+    let mut defs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    defs.sort();
+    for def in defs {
+        if !def
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with("Event")
+        {
+            continue;
+        }
+        let mut files: Vec<_> = std::fs::read_dir(def.join("valid"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        files.sort();
+        for f in files {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            out.push(agwire_core::Event::from_value(v).unwrap().value);
+        }
+    }
+    assert!(
+        !out.is_empty(),
+        "no fixture events under {}",
+        root.display()
+    );
+    out
+}
 
 pub fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)

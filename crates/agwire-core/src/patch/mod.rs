@@ -205,7 +205,7 @@ impl Decode for PatchOperation {
             Some("move") => 3,
             Some("copy") => 4,
             Some("test") => 5,
-            _ => return Err(Fail::Drop),
+            _ => return Err(Fail::Drop { tag: "op" }),
         };
         let mut o = Obj::from_map(map, cx, path);
         o.take("op");

@@ -5,22 +5,26 @@
 use std::path::PathBuf;
 
 /// The official spec data (`AGUI_SPEC_DIR`, default `../shared/agui-spec` next to
-/// the repository). `None` — announced loudly — when it is not on this machine.
+/// the repository). `None` — announced loudly — when it is not on this machine,
+/// unless `AGWIRE_REQUIRE_INTEROP=1` (set by `scripts/test`, so in CI), which
+/// makes a missing directory a failure: no official-data test passes hollow.
 pub fn spec_dir() -> Option<PathBuf> {
     let dir = match std::env::var_os("AGUI_SPEC_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/agui-spec"),
     };
-    if dir.join("1.1/schema.json").is_file() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "\n!!!!! AG-UI spec data not found at {} — set AGUI_SPEC_DIR. \
-             The official-data tests are SKIPPED, not passed. !!!!!\n",
-            dir.display()
-        );
-        None
+    if dir.join("1.1/schema.json").is_file() && dir.join("1.1/conformance/streams").is_dir() {
+        return Some(dir);
     }
+    let why = format!(
+        "AG-UI spec data not found at {} — set AGUI_SPEC_DIR",
+        dir.display()
+    );
+    if std::env::var("AGWIRE_REQUIRE_INTEROP").as_deref() == Ok("1") {
+        panic!("{why}");
+    }
+    eprintln!("\n!!!!! {why}. The official-data tests are SKIPPED, not passed. !!!!!\n");
+    None
 }
 
 pub fn read_json(path: &std::path::Path) -> serde_json::Value {
