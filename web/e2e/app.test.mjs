@@ -1,0 +1,581 @@
+// The web app in headless Chromium against real `agwire serve` processes:
+//
+// - `local`: the scripted model (40 ms between pieces), behind a TCP proxy
+//   that can cut every connection; its data dir first holds yesterday's
+//   turns and an automation job, written by the same binary under faketime.
+// - `provider`: an OpenAI-compatible fake provider (reasoning, render_ui
+//   with every node type, a backend tool, a frontend tool, an error).
+// - `secured`: `--jwt-secret`, so the app has to ask for a token.
+//
+// Every page's console errors and uncaught exceptions fail the test that
+// opened it, except the browser's own lines for responses a test provokes.
+
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { join } from "node:path";
+import { EVERY_NODE_HINT, OUT, clockBack, dataDir, fakeProvider, idle, jwt, launch, openPage, proxy, say, serve } from "./harness.mjs";
+
+const WORDS =
+  "apple banana cherry damson elder fig grape hazel iris juniper kiwi lemon mango nutmeg olive peach quince rowan sage tansy ugli vanilla walnut yarrow zucchini";
+const LONG = `${WORDS} ${WORDS}`;
+const SECRET = "browser-test-secret";
+
+let browser;
+let local;
+let front;
+let provider;
+let llm;
+let secured;
+let seeded;
+const pages = [];
+
+async function api(base, path, init = {}) {
+  const response = await fetch(base + path, {
+    ...init,
+    headers: { "content-type": "application/json", ...(init.headers ?? {}) },
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+async function waitRun(base, runId, headers = {}) {
+  for (let i = 0; i < 200; i++) {
+    const { body } = await api(base, `/api/v1/agent/runs/${runId}`, { headers });
+    if (body && !["queued", "running"].includes(body.status)) return body;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`run ${runId} did not finish`);
+}
+
+/** `agwire serve` on this data dir with its clock `minutes` in the past. */
+function past(dir, minutes) {
+  return serve({ dir, env: clockBack(minutes) });
+}
+
+/**
+ * A day ago: an every-minute job whose tick fires once (then paused), and
+ * a chat turn after it — written by the real binary under faketime.
+ */
+async function seed(dir) {
+  const first = await past(dir, 24 * 60 + 10);
+  const job = await api(first.base, "/api/v1/automation/jobs", {
+    method: "POST",
+    body: JSON.stringify({ name: "Minute check", schedule: { cron: "* * * * *" }, timezone: "UTC", prompt: "status report please" }),
+  });
+  assert.equal(job.status, 201, JSON.stringify(job.body));
+  await first.stop();
+  // Five minutes later (still a day ago) the tick is due: it fires on start.
+  const second = await past(dir, 24 * 60 + 5);
+  let runs = [];
+  for (let i = 0; i < 200 && !runs.some((r) => r.status === "succeeded"); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    runs = (await api(second.base, `/api/v1/automation/jobs/${job.body.id}/runs`)).body.runs;
+  }
+  assert.ok(runs.some((r) => r.status === "succeeded"), JSON.stringify(runs));
+  const paused = await api(second.base, `/api/v1/automation/jobs/${job.body.id}`, { method: "PATCH", body: JSON.stringify({ enabled: false }) });
+  assert.equal(paused.status, 200);
+  const threadId = crypto.randomUUID();
+  const accepted = await api(second.base, "/api/v1/agent/runs", {
+    method: "POST",
+    body: JSON.stringify({
+      threadId,
+      runId: "yesterday-1",
+      messages: [{ id: "yesterday-1-u", role: "user", content: "good morning from yesterday" }],
+      forwardedProps: { runtime_mode: "chat" },
+    }),
+  });
+  assert.equal(accepted.status, 202);
+  await waitRun(second.base, "yesterday-1");
+  await second.stop();
+  return { threadId, jobId: job.body.id };
+}
+
+const utcToday = () => new Date().toISOString().slice(0, 10);
+
+before(async () => {
+  const dir = dataDir("local");
+  seeded = await seed(dir);
+  local = await serve({ dir, args: ["--builtin-token-delay-ms", "40"] });
+  front = await proxy(local.base);
+  llm = await fakeProvider();
+  provider = await serve({
+    dir: dataDir("provider"),
+    env: { AGWIRE_LLM_BASE_URL: llm.url, AGWIRE_LLM_API_KEY: "sk-fake", AGWIRE_LLM_MODEL: "fake-model" },
+  });
+  secured = await serve({ dir: dataDir("secured"), args: ["--jwt-secret", SECRET] });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await Promise.all([local?.stop(), provider?.stop(), secured?.stop()]);
+  await front?.close();
+  await llm?.close();
+});
+
+/**
+ * A browser test: on failure every page it opened is photographed
+ * (out/fail-*.png); its contexts are closed after it.
+ */
+function browserTest(name, fn) {
+  test(name, async () => {
+    pages.length = 0;
+    try {
+      await fn();
+    } catch (error) {
+      const slug = name.replace(/[^a-z0-9]+/gi, "-").slice(0, 40);
+      await Promise.all(pages.map((p, i) => p.page.screenshot({ path: join(OUT, `fail-${slug}-${i}.png`) }).catch(() => {})));
+      throw error;
+    } finally {
+      await Promise.all(pages.map((p) => p.context.close().catch(() => {})));
+    }
+  });
+}
+
+/** Opens the app; the returned check() asserts the page logged nothing unexplained. */
+async function app(base, { allowed = [], hash = "", ...options } = {}) {
+  const opened = await openPage(browser, options);
+  pages.push(opened);
+  const started = performance.now();
+  await opened.page.goto(`${base}/${hash}`);
+  return {
+    ...opened,
+    started,
+    check() {
+      assert.deepEqual(opened.unexplained(allowed), [], "console errors, warnings or exceptions");
+    },
+  };
+}
+
+browserTest("the app loads at / with no token in local mode, on yesterday's history", async () => {
+  const { page, check } = await app(front.base);
+  await page.locator("#message").waitFor();
+  // The latest thread opens by default: yesterday's turn.
+  const day = page.locator("[data-testid=day]").first();
+  await day.waitFor();
+  assert.ok((await day.getAttribute("data-day")) < utcToday());
+  assert.notEqual(await day.textContent(), "Today");
+  await page.getByText("You said: good morning from yesterday").waitFor();
+  assert.equal(await page.locator("#token").count(), 0);
+  check();
+});
+
+browserTest("a message streams in as Markdown, sanitized", async () => {
+  const { page, check } = await app(front.base);
+  await page.locator("#message").waitFor();
+  await say(page, `hello **bold** world ${WORDS}`);
+  // Streamed: the answer is seen growing before it is complete.
+  const lengths = new Set();
+  const answer = page.locator("[data-testid=assistant-message]").last();
+  await page.getByText("You said: hello").waitFor();
+  while ((await page.locator("[data-testid=progress]").count()) > 0) {
+    lengths.add((await answer.textContent()).length);
+    await page.waitForTimeout(30);
+  }
+  assert.ok(lengths.size >= 3, `saw ${lengths.size} lengths of the streaming answer`);
+  assert.equal(await answer.locator("strong").textContent(), "bold");
+  assert.equal((await answer.textContent()).trim(), `You said: hello bold world ${WORDS}`);
+  // Markdown from a model cannot run script or carry javascript: links.
+  await say(page, 'look <img src=x onerror="alert(1)"> and [click](javascript:alert(2)) <script>alert(3)</script>');
+  await page.getByText("You said: look").waitFor();
+  await idle(page);
+  const last = page.locator("[data-testid=assistant-message]").last();
+  // Raw HTML is shown as text; the javascript: link loses its href.
+  assert.match(await last.textContent(), /look <img src=x onerror="alert\(1\)"> and click <script>alert\(3\)<\/script>/);
+  assert.equal(await last.locator("img, script").count(), 0);
+  assert.equal(await last.locator("a").count(), 1);
+  assert.equal(await last.locator("a").getAttribute("href"), null);
+  check();
+});
+
+browserTest("a calendar request shows its tool card and ui_schema card, in the browser's zone", async () => {
+  const { page, check } = await app(front.base);
+  await page.locator("#message").waitFor();
+  await say(page, "put a meeting in my calendar tomorrow at 9");
+  const card = page.locator("[data-testid=ui-card]").last();
+  await card.waitFor();
+  await idle(page);
+  assert.equal(await card.locator(".ui-title").textContent(), "put a meeting in my calendar tomorrow at 9");
+  assert.equal(await card.locator(".ui-badge").textContent(), "CREATED");
+  // client_time carried the browser's zone (the context runs in Los Angeles).
+  assert.equal(await card.locator("dd").nth(2).textContent(), "America/Los_Angeles");
+  assert.match(await card.locator("dd").first().textContent(), /T09:00:00-0[78]:00$/);
+  await page.screenshot({ path: join(OUT, "chat-1280.png") });
+  const tool = page.locator("[data-testid=tool-card][data-tool=calendar_write]").last();
+  await tool.locator("summary").click();
+  assert.match(await tool.locator("[data-testid=tool-result]").textContent(), /"event_timezone": "America\/Los_Angeles"/);
+  // A card's message button sends its text as the next turn.
+  await card.getByRole("button", { name: "Delete" }).click();
+  await page.locator("[data-testid=user-message]", { hasText: 'Delete the event "put a meeting in my calendar tomorrow at 9"' }).waitFor();
+  await idle(page);
+  check();
+});
+
+browserTest("images: previews, the server's refusal as-is, send, and the same images after a reload", async () => {
+  const { page, check } = await app(front.base, { allowed: [/status of 415/] });
+  await page.locator("#message").waitFor();
+  const png = await page.screenshot({ clip: { x: 0, y: 0, width: 48, height: 48 } });
+  const input = page.locator("[data-testid=file-input]");
+  await input.setInputFiles({ name: "not-an-image.png", mimeType: "image/png", buffer: Buffer.from("plain text, not a picture") });
+  const refused = page.locator("[data-testid=attachment-error]");
+  await refused.waitFor();
+  assert.equal(await refused.textContent(), "the upload is not a PNG, JPEG, GIF or WebP image");
+  await page.getByRole("button", { name: "Remove not-an-image.png" }).click();
+  await input.setInputFiles([
+    { name: "one.png", mimeType: "image/png", buffer: png },
+    { name: "two.png", mimeType: "image/png", buffer: png },
+  ]);
+  await page.waitForFunction(() => document.querySelectorAll("[data-testid=attachment-preview].pick-ready").length === 2);
+  await say(page, "what is in these pictures");
+  await page.getByText("You said: what is in these pictures").waitFor();
+  await idle(page);
+  const sent = page.locator("[data-testid=user-message]").last().locator("[data-testid=message-image]");
+  assert.equal(await sent.count(), 2);
+  await page.reload();
+  await page.getByText("You said: what is in these pictures").waitFor();
+  const again = page.locator("[data-testid=user-message]", { hasText: "what is in these pictures" }).locator("[data-testid=message-image]");
+  assert.equal(await again.count(), 2);
+  await page.waitForFunction(
+    () => [...document.querySelectorAll("[data-testid=message-image]")].slice(-2).every((img) => img.complete && img.naturalWidth === 48),
+  );
+  assert.match(await again.first().getAttribute("src"), /\/api\/v1\/agent\/attachments\/.+sig=/);
+  check();
+});
+
+browserTest("a frontend tool: the model asks, the user approves, the answer goes back as a tool message", async () => {
+  const { page, check } = await app(front.base);
+  await page.locator("#message").waitFor();
+  const bodies = [];
+  page.on("request", (r) => {
+    if (r.method() === "POST" && r.url().endsWith("/api/v1/agent/runs")) bodies.push(JSON.parse(r.postData()));
+  });
+  await say(page, "please confirm_action before going on");
+  const confirm = page.locator("[data-testid=confirm-card]").last();
+  await confirm.getByRole("button", { name: "Approve" }).click();
+  await page.getByText("You said: Approved.").waitFor();
+  await idle(page);
+  assert.equal(await confirm.locator("[data-testid=confirm-answer]").textContent(), "Approved");
+  const [ask, answer] = bodies;
+  assert.deepEqual(
+    ask.tools.map((t) => t.name),
+    ["confirm_action", "set_theme"],
+  );
+  assert.equal(ask.forwardedProps.runtime_mode, "chat");
+  assert.equal(ask.forwardedProps.client_time.device_timezone, "America/Los_Angeles");
+  assert.match(ask.forwardedProps.client_time.client_now_iso, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d-0[78]:00$/);
+  assert.equal(typeof ask.forwardedProps.client_time.client_epoch_ms, "number");
+  assert.deepEqual(
+    answer.messages.map((m) => m.role),
+    ["user", "tool"],
+  );
+  assert.equal(answer.messages[0].content, "Approved.");
+  assert.deepEqual(JSON.parse(answer.messages[1].content), { approved: true });
+  check();
+});
+
+browserTest("stop: the run is cancelled and what it said stays", async () => {
+  const { page, check } = await app(front.base);
+  await page.locator("#message").waitFor();
+  const streams = [];
+  page.on("request", (r) => {
+    const m = r.url().match(/\/api\/v1\/agent\/runs\/([^/]+)\/events/);
+    if (m) streams.push(decodeURIComponent(m[1]));
+  });
+  await say(page, LONG);
+  await page.getByText("You said: apple banana").waitFor();
+  await page.getByRole("button", { name: "Stop the run" }).click();
+  await page.locator("[data-testid=notice-stopped]").waitFor();
+  const said = await page.locator("[data-testid=assistant-message]").last().textContent();
+  assert.ok(said.startsWith("You said: apple") && said.length < `You said: ${LONG}`.length, said);
+  assert.equal(streams.length, 1);
+  assert.equal((await waitRun(front.base, streams[0])).status, "cancelled");
+  check();
+});
+
+browserTest("a dropped connection resumes with Last-Event-ID: the answer arrives once, whole", async () => {
+  const { page, check } = await app(front.base, { allowed: [/^console\.error: Failed to load resource: net::ERR_[A-Z_]+ \(.*\/events\)$/] });
+  await page.locator("#message").waitFor();
+  const before = front.heads.length;
+  await say(page, `cut ${LONG}`);
+  await page.getByText("You said: cut apple banana cherry").waitFor();
+  assert.ok(front.cut() > 0, "connections were open");
+  await page.getByText(`You said: cut ${LONG}`, { exact: true }).waitFor({ timeout: 20_000 });
+  await idle(page);
+  const answers = (await page.locator("[data-testid=assistant-message]").allTextContents()).map((a) => a.trim());
+  assert.deepEqual(answers.filter((a) => a.startsWith("You said: cut ")), [`You said: cut ${LONG}`]);
+  const resumed = front.heads.slice(before).filter((h) => /^GET \/api\/v1\/agent\/runs\/[^/]+\/events/.test(h));
+  assert.ok(resumed.length >= 2, resumed.join("\n"));
+  assert.match(resumed[resumed.length - 1], /\r\nlast-event-id: [1-9]\d*/i);
+  check();
+});
+
+browserTest("a reload mid-run reattaches to the running run", async () => {
+  const { page, check } = await app(front.base);
+  await page.locator("#message").waitFor();
+  await say(page, `again ${LONG}`);
+  await page.getByText("You said: again apple banana").waitFor();
+  await page.reload();
+  await page.getByText(`You said: again ${LONG}`, { exact: true }).waitFor({ timeout: 20_000 });
+  await idle(page);
+  const answers = (await page.locator("[data-testid=assistant-message]").allTextContents()).map((a) => a.trim());
+  assert.deepEqual(answers.filter((a) => a.startsWith("You said: again ")), [`You said: again ${LONG}`]);
+  check();
+});
+
+browserTest("scrolling up loads the previous day (before=)", async () => {
+  const { page, check } = await app(front.base);
+  await page.getByText(`You said: again ${LONG}`, { exact: true }).waitFor();
+  const days = page.locator("[data-testid=day]");
+  assert.equal(await days.count(), 1);
+  const today = await days.first().getAttribute("data-day");
+  const requested = page.waitForRequest((r) => r.url().includes(`before=${today}`));
+  await page.locator(".scroller").evaluate((el) => {
+    el.scrollTop = 0;
+    el.dispatchEvent(new Event("scroll"));
+  });
+  await requested;
+  await page.getByText("You said: good morning from yesterday").waitFor();
+  assert.equal(await days.count(), 2);
+  assert.ok((await days.first().getAttribute("data-day")) < today);
+  assert.equal(await days.last().textContent(), "Today");
+  check();
+});
+
+browserTest("calendar: the event in the user's zone; the profile's zone is editable", async () => {
+  const { page, check } = await app(front.base, { hash: "#/calendar", allowed: [/status of 422/] });
+  const event = page.locator("[data-testid=calendar-event]").first();
+  await event.waitFor();
+  assert.match(await event.textContent(), /09:00\s*AM – 10:00\s*AM.*put a meeting/);
+  await page.locator("[data-testid=timezone-input]").fill("Asia/Tokyo");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText("Saved.", { exact: false }).waitFor();
+  await page.waitForFunction(() => /02:00\s*AM/.test(document.querySelector("[data-testid=calendar-event]")?.textContent ?? ""));
+  assert.equal((await api(front.base, "/api/v1/me/profile")).body.settings.timezone, "Asia/Tokyo");
+  await page.locator("[data-testid=timezone-input]").fill("Mars/Olympus");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText("invalid settings.timezone").waitFor();
+  await page.screenshot({ path: join(OUT, "calendar-1280.png") });
+  // Back to UTC days for the tests after this one.
+  await api(front.base, "/api/v1/me/profile", { method: "PATCH", body: JSON.stringify({ settings: { timezone: null } }) });
+  check();
+});
+
+browserTest("automations: create, pause, resume, delete; a job's runs and a run's transcript", async () => {
+  const { page, check } = await app(front.base, { hash: "#/automations", allowed: [/status of 422/] });
+  await page.getByText("Minute check").waitFor();
+  await page.locator("[data-testid=job]", { hasText: "Minute check" }).getByText("Paused").waitFor();
+  await page.getByTestId("new-job").click();
+  await page.getByLabel("Name").fill("Weekday brief");
+  await page.getByLabel("Prompt").fill("what is on my calendar today");
+  await page.getByLabel("Cron", { exact: true }).check();
+  await page.getByLabel("Cron expression").fill("0 9 * * 1-5");
+  await page.getByLabel("Time zone").fill("Europe/Paris");
+  await page.getByLabel("Agent").fill("nobody");
+  await page.getByRole("button", { name: "Create" }).click();
+  await page.getByTestId("job-error").waitFor();
+  assert.match(await page.getByTestId("job-error").textContent(), /^invalid config: /);
+  await page.getByLabel("Agent").fill("calendar");
+  await page.getByLabel("calendar_read").check();
+  await page.getByRole("button", { name: "Create" }).click();
+  const job = page.locator("[data-testid=job]", { hasText: "Weekday brief" });
+  await job.waitFor();
+  assert.match(await job.textContent(), /cron 0 9 \* \* 1-5 · Europe\/Paris/);
+  await job.getByRole("button", { name: "Pause" }).click();
+  await job.getByText("Paused").waitFor();
+  await job.getByRole("button", { name: "Resume" }).click();
+  await job.getByText("Active").waitFor();
+  await page.screenshot({ path: join(OUT, "automations-1280.png") });
+  await job.getByRole("button", { name: "Delete…" }).click();
+  await job.getByRole("button", { name: "Delete", exact: true }).click();
+  await job.waitFor({ state: "detached" });
+  const jobs = (await api(front.base, "/api/v1/automation/jobs")).body.jobs;
+  assert.deepEqual(jobs.map((j) => j.name), ["Minute check"]);
+  // The seeded job's tick ran a day ago.
+  await page.getByRole("link", { name: "Minute check" }).click();
+  const run = page.locator("[data-testid=job-run]").first();
+  await run.waitFor();
+  await run.locator("button").click();
+  const transcript = run.locator("[data-testid=transcript]");
+  await transcript.getByText("You said: status report please").waitFor();
+  assert.equal(await transcript.locator("[data-testid=user-message]").textContent(), "status report please");
+  check();
+});
+
+browserTest("provider: collapsed reasoning, a render_ui card with every node, a card's tool button, and the same card from history", async () => {
+  const { page, check } = await app(provider.base);
+  await page.locator("#message").waitFor();
+  await say(page, "show me every node");
+  const card = page.locator("[data-testid=ui-card]").last();
+  await card.waitFor();
+  await page.getByText("Here is every kind of node.").waitFor();
+  await idle(page);
+  const reasoning = page.locator("[data-testid=reasoning]").last();
+  assert.equal(await reasoning.getAttribute("open"), null, "reasoning is collapsed");
+  assert.equal(await reasoning.locator(".reasoning-text").textContent(), "The user wants a card with every node type.");
+  const count = (selector) => card.locator(selector).count();
+  assert.equal(await count(".ui-card"), 1);
+  assert.equal(await count(".ui-stack.ui-horizontal"), 1);
+  assert.equal(await count(".ui-title"), 1);
+  assert.equal(await count(".ui-subtitle"), 1);
+  assert.equal(await count(".ui-caption"), 1);
+  assert.equal(await count("pre.ui-code"), 1);
+  assert.ok((await count("p.ui-body")) >= 2);
+  assert.equal(await count(".ui-badge"), 5);
+  assert.equal(await count("dl.ui-kv"), 2);
+  assert.equal(await count("ol.ui-list"), 1);
+  assert.equal(await count("ul.ui-list"), 1);
+  assert.equal(await count("hr.ui-divider"), 1);
+  assert.equal(await count("img.ui-image"), 1, "the javascript: image is refused");
+  assert.equal(await count("button.ui-button"), 3);
+  for (const status of ["success", "info", "warning", "error", "pending"]) {
+    assert.equal(await card.locator(`.ui-badge.ui-status-${status}`).count(), 1, status);
+  }
+  assert.equal(await card.locator(".ui-title").textContent(), EVERY_NODE_HINT.title);
+  const live = await card.evaluate((el) => el.outerHTML);
+  await card.getByRole("button", { name: "Go dark" }).click();
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "dark");
+  await page.waitForTimeout(300); // the colours' transition
+  await page.screenshot({ path: join(OUT, "card-dark-1280.png") });
+  await page.reload();
+  const fromHistory = page.locator("[data-testid=ui-card]").last();
+  await fromHistory.waitFor();
+  assert.equal(await fromHistory.evaluate((el) => el.outerHTML), live, "a card from history is drawn exactly like the live one");
+  await page.evaluate(() => localStorage.removeItem("agwire.theme"));
+  check();
+});
+
+browserTest("provider: a backend tool's card, a frontend tool round trip, and RUN_ERROR shown plainly", async () => {
+  const { page, check } = await app(provider.base);
+  await page.locator("#message").waitFor();
+  await page.getByTestId("new-thread").click();
+  await say(page, "what time is it");
+  await page.getByText(/^It is \d{4}-/).waitFor();
+  await idle(page);
+  const tool = page.locator("[data-testid=tool-card][data-tool=get_current_time]");
+  assert.equal(await tool.locator(".tool-state").textContent(), "done");
+  await say(page, "book a table for two");
+  const confirm = page.locator("[data-testid=confirm-card]");
+  await confirm.getByText("Book a table for two at 19:00?").waitFor();
+  await idle(page);
+  const asked = llm.requests.length;
+  await confirm.getByRole("button", { name: "Approve" }).click();
+  await page.getByText("Booked, since you approved.").waitFor();
+  await idle(page);
+  const worker = llm.requests.slice(asked).find((r) => !r.response_format);
+  const roles = worker.messages.map((m) => m.role);
+  const call = roles.lastIndexOf("assistant");
+  assert.deepEqual(roles.slice(call - 0, call + 3), ["assistant", "tool", "user"]);
+  assert.equal(worker.messages[call].tool_calls[0].function.name, "confirm_action");
+  assert.deepEqual(JSON.parse(worker.messages[call + 1].content), { approved: true });
+  await say(page, "fail please");
+  const error = page.locator("[data-testid=notice-error]");
+  await error.waitFor();
+  await idle(page);
+  assert.match(await error.textContent(), /the fake model refuses this prompt/);
+  check();
+});
+
+browserTest("with --jwt-secret the app asks for a token and keeps it for the tab", async () => {
+  const allowed = [/status of 401/];
+  const { page, context, check } = await app(secured.base, { allowed });
+  const box = page.getByTestId("token-input");
+  await box.waitFor();
+  await page.screenshot({ path: join(OUT, "token-1280.png") });
+  await box.fill(jwt("a-different-secret", { sub: "mallory", exp: Math.floor(Date.now() / 1000) + 3600 }));
+  await page.getByRole("button", { name: "Continue" }).click();
+  await page.getByTestId("token-error").waitFor();
+  await box.fill(jwt(SECRET, { sub: "alice", exp: Math.floor(Date.now() / 1000) + 3600 }));
+  await page.getByRole("button", { name: "Continue" }).click();
+  await page.locator("#message").waitFor();
+  const auth = [];
+  page.on("request", (r) => r.url().includes("/api/") && auth.push(r.headers().authorization ?? ""));
+  await say(page, "hello alice");
+  await page.getByText("You said: hello alice").waitFor();
+  await idle(page);
+  assert.ok(auth.length >= 2 && auth.every((a) => a.startsWith("Bearer ")), JSON.stringify(auth));
+  await page.reload();
+  await page.getByText("You said: hello alice").waitFor();
+  // Another tab does not have it.
+  const other = await context.newPage();
+  await other.goto(`${secured.base}/`);
+  await other.getByTestId("token-input").waitFor();
+  await other.close();
+  check();
+});
+
+browserTest("keyboard and screen readers: every control is named and reachable; 390 px has no sideways scroll", async () => {
+  const { page, check } = await app(front.base, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  await page.locator("#message").waitFor();
+  await idle(page);
+  for (const hash of ["#/chat", "#/calendar", "#/automations"]) {
+    await page.goto(`${front.base}/${hash}`);
+    await page.locator("main h1").waitFor();
+    await page.waitForTimeout(300);
+    const unnamed = await page.evaluate(() =>
+      [...document.querySelectorAll("button, a[href], input, textarea, select")]
+        .filter((el) => !el.closest("[hidden]") && el.getAttribute("type") !== "hidden")
+        .filter((el) => {
+          const labelled = el.labels && el.labels.length > 0;
+          const name = (el.getAttribute("aria-label") || el.textContent || el.getAttribute("title") || "").trim();
+          return !labelled && !name;
+        })
+        .map((el) => el.outerHTML.slice(0, 80)),
+    );
+    assert.deepEqual(unnamed, [], `${hash}: controls without a name`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 0, `${hash}: ${overflow}px sideways`);
+    await page.screenshot({ path: join(OUT, `${hash.slice(2)}-390.png`) });
+  }
+  // Keyboard only: skip link to the composer, type, Enter sends.
+  await page.goto(`${front.base}/#/chat`);
+  await page.locator("#message").waitFor();
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.className), "skip-link");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "message");
+  await page.keyboard.type("typed with the keyboard");
+  await page.keyboard.press("Enter");
+  await page.getByText("You said: typed with the keyboard").waitFor();
+  await idle(page);
+  check();
+});
+
+browserTest("screenshots of a conversation for the README, at 1280 and 390 px", async () => {
+  const { page, check } = await app(front.base);
+  await page.locator("#message").waitFor();
+  await idle(page);
+  await page.getByTestId("new-thread").click();
+  await say(page, "What time is it?");
+  await page.getByText(/^It is \d{4}-/).waitFor();
+  await idle(page);
+  // A picture to attach, drawn in the page.
+  const picture = await page.evaluate(() => {
+    const canvas = document.createElement("canvas");
+    canvas.width = 320;
+    canvas.height = 240;
+    const g = canvas.getContext("2d");
+    const sky = g.createLinearGradient(0, 0, 0, 240);
+    sky.addColorStop(0, "#fbc2eb");
+    sky.addColorStop(1, "#a6c1ee");
+    g.fillStyle = sky;
+    g.fillRect(0, 0, 320, 240);
+    g.fillStyle = "#ffe29f";
+    g.beginPath();
+    g.arc(160, 150, 46, 0, Math.PI * 2);
+    g.fill();
+    g.fillStyle = "#5b6b9a";
+    g.fillRect(0, 170, 320, 70);
+    return canvas.toDataURL("image/png").split(",")[1];
+  });
+  await page.locator("[data-testid=file-input]").setInputFiles({ name: "table.png", mimeType: "image/png", buffer: Buffer.from(picture, "base64") });
+  await page.locator("[data-testid=attachment-preview].pick-ready").waitFor();
+  await say(page, "Put lunch with Ana in my calendar tomorrow at 1pm");
+  await page.locator("[data-testid=ui-card]").waitFor();
+  await idle(page);
+  await page.locator("[data-testid=message-image]").evaluate((img) => img.decode());
+  await page.screenshot({ path: join(OUT, "readme-1280.png") });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(100);
+  await page.screenshot({ path: join(OUT, "readme-390.png") });
+  check();
+});

@@ -1,0 +1,97 @@
+// One thread's agent on the official client. `run` posts the turn to
+// seed 004's `POST /api/v1/agent/runs` (202) and follows the run's event
+// stream; `connect` follows a run that is already going (a reload
+// mid-run). Everything after that — chunk expansion, the verifier,
+// `apply`, subscribers — is @ag-ui/client's AbstractAgent pipeline.
+
+import { AbstractAgent, type BaseEvent, type Message, type RunAgentInput, type Tool } from "@ag-ui/client";
+import { defer, from, switchMap, type Observable } from "rxjs";
+import { errorOf, type Accepted, type Api } from "./api";
+import { clientTime } from "./clientTime";
+import { followRun, type ConnectionState } from "./stream";
+
+/** A user message part as seed 004 sends it: text, or an image by signed URL. */
+export type SeedPart =
+  | { type: "text"; text: string }
+  | { type: "binary"; mimeType: string; url: string; filename?: string };
+
+export interface Turn {
+  /** The one user message of the request. */
+  user: { id: string; content: string | SeedPart[] };
+  /** Answers to the previous turn's frontend tool calls. */
+  toolAnswers: { id: string; toolCallId: string; content: string }[];
+}
+
+export class ServiceAgent extends AbstractAgent {
+  /** The request body's messages for the next `runAgent` (seed: exactly one user message). */
+  private turn: Turn | null = null;
+  onConnection: ((state: ConnectionState) => void) | null = null;
+  onAccepted: ((accepted: Accepted) => void) | null = null;
+
+  constructor(
+    private readonly api: Api,
+    threadId: string,
+  ) {
+    super({ threadId });
+  }
+
+  /** Sets what the next `runAgent` sends. */
+  prepare(turn: Turn): void {
+    this.turn = turn;
+  }
+
+  /** The event stream of `runId`, resumed across dropped connections. */
+  follow(runId: string): Observable<BaseEvent> {
+    return followRun({
+      open: (after, signal) => {
+        const headers: Record<string, string> = { Accept: "text/event-stream" };
+        if (after > 0) headers["Last-Event-ID"] = String(after);
+        return fetch(`/api/v1/agent/runs/${encodeURIComponent(runId)}/events`, {
+          headers: this.api.headers(headers),
+          signal,
+          cache: "no-store",
+        });
+      },
+      onConnection: (state) => this.onConnection?.(state),
+    });
+  }
+
+  override run(input: RunAgentInput): Observable<BaseEvent> {
+    const turn = this.turn;
+    this.turn = null;
+    if (!turn) throw new Error("ServiceAgent.run without a prepared turn");
+    const body = {
+      threadId: input.threadId,
+      runId: input.runId,
+      state: {},
+      messages: [
+        { id: turn.user.id, role: "user", content: turn.user.content },
+        ...turn.toolAnswers.map((t) => ({ id: t.id, role: "tool", toolCallId: t.toolCallId, content: t.content })),
+      ],
+      tools: input.tools,
+      context: [],
+      forwardedProps: { runtime_mode: "chat", client_time: clientTime() },
+    };
+    return defer(() =>
+      from(
+        (async () => {
+          const response = await fetch("/api/v1/agent/runs", {
+            method: "POST",
+            headers: this.api.headers({ "Content-Type": "application/json", Accept: "application/json" }),
+            body: JSON.stringify(body),
+          });
+          if (!response.ok) throw await errorOf(response);
+          const accepted = (await response.json()) as Accepted;
+          this.onAccepted?.(accepted);
+          return accepted;
+        })(),
+      ),
+    ).pipe(switchMap((accepted) => this.follow(accepted.runId)));
+  }
+
+  protected override connect(input: RunAgentInput): Observable<BaseEvent> {
+    return this.follow(input.runId);
+  }
+}
+
+export type { Message, Tool };

@@ -1,0 +1,208 @@
+// The chat page: the thread's days of history (older ones load as you
+// scroll up), the live run below them, and the composer.
+
+import { Fragment, type JSX } from "preact";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { Api } from "../api";
+import type { ChatController, Notice } from "../chat";
+import { isFrontendTool, runSetTheme } from "../tools";
+import { toRows, type Row } from "../view";
+import { Composer } from "./Composer";
+import { PlusIcon } from "./icons";
+import { MemoRow, type RowActions } from "./Rows";
+import type { UiAction } from "./UiSchema";
+
+/** YYYY-MM-DD of now in `zone`. */
+export function today(zone: string, now = new Date()): string {
+  return new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit" }).format(now);
+}
+
+function dayLabel(day: string, zone: string): string {
+  const now = today(zone);
+  if (day === now) return "Today";
+  const [y, m, d] = day.split("-").map(Number) as [number, number, number];
+  const date = new Date(Date.UTC(y, m - 1, d, 12));
+  const yesterday = today(zone, new Date(Date.now() - 86_400_000));
+  if (day === yesterday) return "Yesterday";
+  return new Intl.DateTimeFormat(undefined, { weekday: "long", month: "long", day: "numeric", timeZone: "UTC" }).format(date);
+}
+
+function Progress({ step, reconnecting }: { step: string | null; reconnecting: boolean }): JSX.Element {
+  const label = reconnecting
+    ? "Reconnecting…"
+    : step === "router"
+      ? "Choosing an agent…"
+      : step === "worker"
+        ? "Working…"
+        : "Starting…";
+  return (
+    <div class="progress" role="status" data-testid="progress" data-step={step ?? ""}>
+      <span class="dots" aria-hidden="true">
+        <i />
+        <i />
+        <i />
+      </span>
+      <span>{label}</span>
+      {step && !reconnecting && (
+        <span class="steps" aria-hidden="true">
+          <span class={step === "router" ? "on" : "done"}>router</span> → <span class={step === "worker" ? "on" : ""}>worker</span>
+        </span>
+      )}
+    </div>
+  );
+}
+
+function NoticeRow({ notice }: { notice: Notice }): JSX.Element {
+  return (
+    <div class={`notice notice-${notice.kind}`} role={notice.kind === "error" ? "alert" : "status"} data-testid={`notice-${notice.kind}`}>
+      {notice.kind === "error" ? <strong>Error: </strong> : null}
+      {notice.text}
+    </div>
+  );
+}
+
+export interface ChatProps {
+  api: Api;
+  chat: ChatController;
+  zone: string;
+}
+
+export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
+  const [, setVersion] = useState(0);
+  useEffect(() => chat.subscribe(() => setVersion((v) => v + 1)), [chat]);
+
+  const scroller = useRef<HTMLDivElement>(null);
+  const sentinel = useRef<HTMLDivElement>(null);
+  const stick = useRef(true);
+  const restore = useRef<number | null>(null);
+
+  const onAction = useCallback(
+    (action: UiAction) => {
+      if (action.type === "message") void chat.send(action.text);
+      else if (action.type === "link") window.open(action.url, "_blank", "noopener,noreferrer");
+      else if (isFrontendTool(action.name) && action.name === "set_theme") runSetTheme(action.args);
+      else void chat.send(`Please run ${action.name} with ${JSON.stringify(action.args)}`);
+    },
+    [chat],
+  );
+  const onConfirm = useCallback((id: string, approved: boolean) => void chat.confirm(id, approved), [chat]);
+  const actions: RowActions = useMemo(
+    () => ({ onAction, onConfirm, pending: new Set(chat.pendingConfirms), busy: chat.running }),
+    // A new object when what rows read from it changes.
+    [onAction, onConfirm, chat.running, [...chat.pendingConfirms].join()],
+  );
+
+  const loadOlder = useCallback(async () => {
+    const el = scroller.current;
+    if (!el || chat.loadingOlder || !chat.hasMore) return;
+    const before = el.scrollHeight - el.scrollTop;
+    if (await chat.loadOlder()) restore.current = before;
+  }, [chat]);
+
+  // Scrolling up to the top loads the previous day.
+  useEffect(() => {
+    const el = sentinel.current;
+    const root = scroller.current;
+    if (!el || !root) return;
+    const observer = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting) && !stick.current) void loadOlder();
+    }, { root, rootMargin: "200px 0px 0px 0px" });
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, [loadOlder, chat.hasMore, chat.days.length]);
+
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    if (restore.current != null) {
+      el.scrollTop = el.scrollHeight - restore.current;
+      restore.current = null;
+    } else if (stick.current) {
+      el.scrollTop = el.scrollHeight;
+    }
+  });
+
+  const onScroll = () => {
+    const el = scroller.current;
+    if (el) stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+  };
+
+  const send = useCallback(
+    (text: string, images: Parameters<ChatController["send"]>[1]) => {
+      stick.current = true;
+      void chat.send(text, images);
+    },
+    [chat],
+  );
+
+  const now = today(zone);
+  const live = toRows(chat.agent.messages);
+  const lastDay = chat.days.length ? chat.days[chat.days.length - 1]!.day : null;
+  const notices = [...chat.notices.entries()].sort((a, b) => a[0] - b[0]);
+  const liveItems: JSX.Element[] = [];
+  let n = 0;
+  const flushNotices = (upTo: number) => {
+    while (n < notices.length && notices[n]![0] <= upTo) {
+      liveItems.push(<NoticeRow key={`notice-${notices[n]![0]}`} notice={notices[n]![1]} />);
+      n++;
+    }
+  };
+  for (const row of live) {
+    flushNotices(row.at);
+    liveItems.push(<MemoRow key={`${row.kind}:${row.id}`} row={row} actions={actions} />);
+  }
+  flushNotices(Number.POSITIVE_INFINITY);
+
+  const empty = !chat.loading && chat.days.length === 0 && live.length === 0 && liveItems.length === 0;
+
+  return (
+    <div class="chat">
+      <header class="page-head">
+        <h1>Chat</h1>
+        <button type="button" class="btn btn-secondary" onClick={() => chat.newThread()} disabled={chat.running} data-testid="new-thread">
+          <PlusIcon /> New thread
+        </button>
+      </header>
+      <div class="scroller" ref={scroller} onScroll={onScroll}>
+        <div class="log" role="log" aria-label="Conversation" aria-busy={chat.running} data-testid="log">
+          <div ref={sentinel} class="sentinel" />
+          {chat.hasMore && (
+            <button type="button" class="older" onClick={() => void loadOlder()} disabled={chat.loadingOlder} data-testid="load-older">
+              {chat.loadingOlder ? "Loading…" : "Load the previous day"}
+            </button>
+          )}
+          {chat.loading && <div class="muted center">Loading…</div>}
+          {chat.loadError && (
+            <div class="notice notice-error" role="alert">
+              {chat.loadError}
+            </div>
+          )}
+          {empty && (
+            <div class="empty" data-testid="empty">
+              <div class="empty-title">What can I help with?</div>
+              <div class="muted">Ask anything, attach up to three images, or try “put lunch in my calendar tomorrow at 1pm”.</div>
+            </div>
+          )}
+          {chat.days.map((day) => (
+            <Fragment key={day.day}>
+              <div class="day" role="separator" aria-label={dayLabel(day.day, zone)} data-testid="day" data-day={day.day}>
+                <span>{dayLabel(day.day, zone)}</span>
+              </div>
+              {toRows(day.messages).map((row: Row) => (
+                <MemoRow key={`${row.kind}:${row.id}`} row={row} actions={actions} />
+              ))}
+            </Fragment>
+          ))}
+          {liveItems.length > 0 && lastDay !== null && lastDay !== now && (
+            <div class="day" role="separator" aria-label="Today">
+              <span>Today</span>
+            </div>
+          )}
+          {liveItems}
+          {chat.running && <Progress step={chat.step} reconnecting={chat.reconnecting} />}
+        </div>
+      </div>
+      <Composer api={api} loading={chat.loading} running={chat.running} stopping={chat.stopping} onSend={send} onStop={() => void chat.stop()} />
+    </div>
+  );
+}

@@ -1,0 +1,196 @@
+// The composer: a growing text box (Enter sends, Shift+Enter breaks the
+// line), up to three images uploaded as soon as they are picked (previews,
+// and the server's refusal shown word for word), Send — or Stop while a
+// run is going.
+
+import { useEffect, useRef, useState } from "preact/hooks";
+import type { JSX } from "preact";
+import { ApiError, type Api, type Attachment } from "../api";
+import type { UploadedImage } from "../chat";
+import { CloseIcon, ImageIcon, SendIcon, StopIcon } from "./icons";
+
+export const MAX_IMAGES = 3;
+
+interface Pick {
+  key: number;
+  name: string;
+  preview: string;
+  state: "uploading" | "ready" | "error";
+  uploaded?: UploadedImage;
+  error?: string;
+}
+
+export interface ComposerProps {
+  api: Api;
+  /** The thread is still loading: nothing can be sent to it yet. */
+  loading: boolean;
+  running: boolean;
+  stopping: boolean;
+  onSend(text: string, images: UploadedImage[]): void;
+  onStop(): void;
+}
+
+let nextKey = 1;
+
+export function Composer({ api, loading, running, stopping, onSend, onStop }: ComposerProps): JSX.Element {
+  const [text, setText] = useState("");
+  const [picks, setPicks] = useState<Pick[]>([]);
+  const [notice, setNotice] = useState<string | null>(null);
+  const box = useRef<HTMLTextAreaElement>(null);
+  const file = useRef<HTMLInputElement>(null);
+  const live = useRef(picks);
+  live.current = picks;
+
+  useEffect(() => () => live.current.forEach((p) => URL.revokeObjectURL(p.preview)), []);
+
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    el.style.height = "auto";
+    el.style.height = `${Math.min(el.scrollHeight, 220)}px`;
+  }, [text]);
+
+  const update = (key: number, change: Partial<Pick>) =>
+    setPicks((all) => all.map((p) => (p.key === key ? { ...p, ...change } : p)));
+
+  const upload = async (key: number, f: File) => {
+    try {
+      const response = await api.fetch("/api/v1/agent/attachments", {
+        method: "POST",
+        headers: { "Content-Type": f.type || "application/octet-stream" },
+        body: f,
+      });
+      const a = (await response.json()) as Attachment;
+      update(key, { state: "ready", uploaded: { url: a.url, mimeType: a.mimeType, filename: f.name } });
+    } catch (error) {
+      update(key, { state: "error", error: error instanceof ApiError ? error.detail : String((error as Error).message) });
+    }
+  };
+
+  const add = (files: FileList | null) => {
+    if (!files) return;
+    setNotice(null);
+    const room = MAX_IMAGES - picks.filter((p) => p.state !== "error").length;
+    const chosen = Array.from(files);
+    if (chosen.length > room) setNotice(`At most ${MAX_IMAGES} images per message.`);
+    const added = chosen.slice(0, Math.max(room, 0)).map((f) => {
+      const pick: Pick = { key: nextKey++, name: f.name, preview: URL.createObjectURL(f), state: "uploading" };
+      void upload(pick.key, f);
+      return pick;
+    });
+    setPicks((all) => [...all, ...added]);
+    if (file.current) file.current.value = "";
+  };
+
+  const remove = (key: number) => {
+    setPicks((all) => {
+      const gone = all.find((p) => p.key === key);
+      if (gone) URL.revokeObjectURL(gone.preview);
+      return all.filter((p) => p.key !== key);
+    });
+    setNotice(null);
+  };
+
+  const uploading = picks.some((p) => p.state === "uploading");
+  const ready = picks.filter((p) => p.state === "ready" && p.uploaded).map((p) => p.uploaded!);
+  const canSend = !loading && !running && !uploading && (text.trim().length > 0 || ready.length > 0);
+
+  const send = () => {
+    if (!canSend) return;
+    onSend(text, ready);
+    setText("");
+    picks.forEach((p) => URL.revokeObjectURL(p.preview));
+    setPicks([]);
+    setNotice(null);
+    box.current?.focus();
+  };
+
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      send();
+    }
+  };
+
+  return (
+    <form
+      class="composer"
+      onSubmit={(e) => {
+        e.preventDefault();
+        send();
+      }}
+      aria-label="Message composer"
+    >
+      {(picks.length > 0 || notice) && (
+        <div class="picks" aria-live="polite">
+          {picks.map((p) => (
+            <div key={p.key} class={`pick pick-${p.state}`} data-testid="attachment-preview">
+              <img src={p.preview} alt={`Preview of ${p.name}`} />
+              {p.state === "uploading" && <span class="pick-status">Uploading…</span>}
+              {p.state === "error" && (
+                <span class="pick-error" role="alert" data-testid="attachment-error">
+                  {p.error}
+                </span>
+              )}
+              <button type="button" class="pick-remove" aria-label={`Remove ${p.name}`} onClick={() => remove(p.key)}>
+                <CloseIcon />
+              </button>
+            </div>
+          ))}
+          {notice && (
+            <span class="pick-notice" role="alert">
+              {notice}
+            </span>
+          )}
+        </div>
+      )}
+      <div class="composer-row">
+        <input
+          ref={file}
+          id="attach"
+          type="file"
+          accept="image/png,image/jpeg,image/gif,image/webp"
+          multiple
+          class="visually-hidden"
+          tabIndex={-1}
+          aria-label="Images to attach"
+          onChange={(e) => add((e.currentTarget as HTMLInputElement).files)}
+          data-testid="file-input"
+        />
+        <button
+          type="button"
+          class="icon-btn"
+          aria-label="Attach images"
+          title="Attach images (up to 3)"
+          disabled={running || picks.length >= MAX_IMAGES}
+          onClick={() => file.current?.click()}
+        >
+          <ImageIcon />
+        </button>
+        <label for="message" class="visually-hidden">
+          Message
+        </label>
+        <textarea
+          ref={box}
+          id="message"
+          rows={1}
+          placeholder="Message the assistant…"
+          value={text}
+          onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)}
+          onKeyDown={onKeyDown}
+          maxLength={10000}
+          disabled={loading}
+        />
+        {running ? (
+          <button type="button" class="send stop" onClick={onStop} disabled={stopping} aria-label={stopping ? "Stopping" : "Stop the run"}>
+            <StopIcon />
+          </button>
+        ) : (
+          <button type="submit" class="send" disabled={!canSend} aria-label="Send">
+            <SendIcon />
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}

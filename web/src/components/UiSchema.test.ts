@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { describeSchedule } from "./Automations";
+import { parseAction, safeUrl } from "./UiSchema";
+
+describe("UiSchema values", () => {
+  it("only http(s) URLs (and absolute paths for images)", () => {
+    expect(safeUrl("https://example.com/a.png", false)).toBe("https://example.com/a.png");
+    expect(safeUrl("/api/v1/x", true)).toBe("/api/v1/x");
+    expect(safeUrl("/api/v1/x", false)).toBeNull();
+    expect(safeUrl("//evil.example/x", true)).toBeNull();
+    expect(safeUrl("javascript:alert(1)", true)).toBeNull();
+    expect(safeUrl("data:image/png;base64,AAAA", true)).toBeNull();
+  });
+
+  it("actions: message, link, tool; anything else is no action", () => {
+    expect(parseAction({ type: "message", text: "hi" })).toEqual({ type: "message", text: "hi" });
+    expect(parseAction({ type: "link", url: "https://x.example/" })).toEqual({ type: "link", url: "https://x.example/" });
+    expect(parseAction({ type: "link", url: "javascript:void(0)" })).toBeNull();
+    expect(parseAction({ type: "tool", name: "set_theme", args: { theme: "dark" } })).toEqual({
+      type: "tool",
+      name: "set_theme",
+      args: { theme: "dark" },
+    });
+    expect(parseAction({ type: "tool", name: "x", args: [1] })).toEqual({ type: "tool", name: "x", args: {} });
+    expect(parseAction({ type: "message", text: "  " })).toBeNull();
+    expect(parseAction(null)).toBeNull();
+  });
+
+  it("schedules read as people say them", () => {
+    expect(describeSchedule({ cron: "0 9 * * 1-5" })).toBe("cron 0 9 * * 1-5");
+    expect(describeSchedule({ every_seconds: 60 })).toBe("every minute");
+    expect(describeSchedule({ every_seconds: 7200 })).toBe("every 2 hours");
+    expect(describeSchedule({ every_seconds: 86400 })).toBe("every day");
+    expect(describeSchedule({ every_seconds: 90 })).toBe("every 90 seconds");
+  });
+});
