@@ -6,6 +6,8 @@
 # one long run (curl reading 1,000,000 events), and resident
 # memory per idle open stream with 10,000 streams open (each server's RSS
 # growth / streams, read from /proc).
+# With AGWIRE_BEFORE=/path/to/an/older/bench_server, that binary is measured
+# too (row "agwire (before)"), in the same run.
 # Usage: bench/http.sh [seconds per wrk run (default 10)] [long-run events]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +57,17 @@ IDLE_STREAMS=${IDLE_STREAMS:-10000}
 RESULTS=$(mktemp)
 start agwire "$T/bench_server" 127.0.0.1:0
 bench_one agwire "$PORT" "$LASTPID" >>"$RESULTS"
+kill "$LASTPID"
+# A fresh process: memory freed by the streams above would be reused.
+start agwire-events "$T/bench_server" 127.0.0.1:0
+EVENTS_IDLE=$("$T/idle_streams" --addr "127.0.0.1:$PORT" --path /idle_events --pid "$LASTPID" --count "$IDLE_STREAMS" \
+  | grep -oE '"kib_per_stream":[0-9.]+' | cut -d: -f2)
+kill "$LASTPID"
+if [ -n "${AGWIRE_BEFORE:-}" ]; then
+  start agwire-before "$AGWIRE_BEFORE" 127.0.0.1:0
+  bench_one agwire-before "$PORT" "$LASTPID" >>"$RESULTS"
+  kill "$LASTPID"
+fi
 start node node interop/encoder-server.mjs --port 0
 bench_one node "$PORT" "$LASTPID" >>"$RESULTS"
 start python "$PY" interop/python/server.py --port 0
@@ -67,3 +80,4 @@ awk -v streams="$IDLE_STREAMS" '
     for (i = 1; i <= NR; i++)
       printf "| %s | %.0f | %.0f | %.1f | %.1f× | %.1f× |\n", name[i], rps[i], eps[i], idle[i], rps[1] / rps[i], eps[1] / eps[i]
   }' "$RESULTS"
+printf '\nagwire idle stream through EventStream (/idle_events): %s KiB each (%d open)\n' "$EVENTS_IDLE" "$IDLE_STREAMS"

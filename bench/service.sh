@@ -3,8 +3,11 @@
 # SQLite data dir):
 #   1. accepted runs/s — POST → 202 on a new thread each, runs executing in
 #      the background (wrk, bench/http/service.lua);
-#   2. end-to-end runs/s — POST with Accept: text/event-stream, each response
-#      the run's whole stream (wrk, bench/http/service_stream.lua);
+#   2. end-to-end runs/s — POST with Accept: text/event-stream on a new
+#      thread each, each response the run's whole stream (the same script
+#      with AGWIRE_BENCH_STREAM=1);
+#   Every request's thread and run are new (ids seeded from /dev/urandom);
+#   the bench fails if wrk saw any answer but a 2xx.
 #   3. events appended/s during (2), from /metrics;
 #   4. reconnect → first replayed event, p50/p99 (bench bin service_reconnect).
 # Usage: bench/service.sh [seconds per wrk run (default 10)] [connections (default 16)]
@@ -24,11 +27,24 @@ ADDR=${BASE#http://}
 metric() { curl -s "$BASE/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 settle() { for _ in $(seq 600); do [ "$(curl -s "$BASE/metrics" | awk '$1 == "agwire_runs{status=\"running\"}" || $1 == "agwire_runs{status=\"queued\"}" {s += $2} END {print s + 0}')" = 0 ] && return; sleep 0.1; done; }
 
-accepted=$(wrk -t1 -c"$CONNS" -d"${SECS}s" -s bench/http/service.lua "$BASE" | awk '/Requests\/sec/ {print $2}')
+# wrk's output, checked: a run of the benchmark that saw any answer but a
+# success measured something else than it says.
+load() {
+  local out
+  out=$(wrk "$@")
+  if echo "$out" | grep -q "Non-2xx or 3xx responses"; then
+    echo "$out" >&2
+    echo "bench: wrk saw non-2xx answers; the figures would not be runs" >&2
+    exit 1
+  fi
+  echo "$out"
+}
+
+accepted=$(load -t1 -c"$CONNS" -d"${SECS}s" -s bench/http/service.lua "$BASE" | awk '/Requests\/sec/ {print $2}')
 settle
 before=$(metric agwire_events_appended_total)
 start=$(date +%s.%N)
-e2e=$(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s bench/http/service_stream.lua "$BASE")
+e2e=$(AGWIRE_BENCH_STREAM=1 load -t1 -c"$CONNS" -d"${SECS}s" --latency -s bench/http/service.lua "$BASE")
 settle
 end=$(date +%s.%N)
 after=$(metric agwire_events_appended_total)

@@ -1,21 +1,31 @@
--- wrk script for `agwire serve`: every request accepts a new run on a new
--- thread (run ids are unique per wrk thread), so the number measured is
--- accepted runs/s with the runs executing in the background.
-local n = 0
-local tid = 0
-setup = function(thread)
-  tid = tid + 1
-  thread:set("tid", tid)
+-- wrk script for `agwire serve`: every request posts a new run on a thread
+-- of its own. With AGWIRE_BENCH_STREAM=1 it asks for the run's stream
+-- (Accept: text/event-stream) and wrk reads the whole AG-UI stream, so
+-- requests/s is completed runs/s; without it the answer is the 202 and the
+-- runs execute in the background (accepted runs/s).
+--
+-- Ids never repeat: wrk does not seed math.random, so each wrk thread takes
+-- a prefix from /dev/urandom and counts from there.
+local stream = os.getenv("AGWIRE_BENCH_STREAM") == "1"
+local prefix, group, n
+
+init = function(args)
+  local urandom = assert(io.open("/dev/urandom", "rb"))
+  local bytes = urandom:read(6)
+  urandom:close()
+  prefix = string.format("%02x%02x%02x%02x", bytes:byte(1, 4))
+  group = string.format("%02x%02x", bytes:byte(5, 6))
+  n = 0
 end
-local function hex(k)
-  local s = {}
-  for i = 1, k do s[i] = string.format("%x", math.random(0, 15)) end
-  return table.concat(s)
-end
+
 request = function()
   n = n + 1
-  local thread = hex(8) .. "-" .. hex(4) .. "-4" .. hex(3) .. "-a" .. hex(3) .. "-" .. hex(12)
-  local body = '{"threadId":"' .. thread .. '","runId":"w' .. tostring(tid) .. '-' .. n .. '-' .. hex(8) ..
-    '","messages":[{"id":"u","role":"user","content":"hello"}],"forwardedProps":{"runtime_mode":"chat"}}'
-  return wrk.format("POST", "/api/v1/agent/runs", {["Content-Type"] = "application/json"}, body)
+  local thread = prefix .. "-" .. group .. "-4000-a000-" .. string.format("%012x", n)
+  local body = '{"threadId":"' .. thread .. '","runId":"r' .. prefix .. group .. '-' .. n ..
+    '","messages":[{"id":"u","role":"user","content":"hello there"}],"forwardedProps":{"runtime_mode":"chat"}}'
+  local headers = {["Content-Type"] = "application/json"}
+  if stream then
+    headers["Accept"] = "text/event-stream"
+  end
+  return wrk.format("POST", "/api/v1/agent/runs", headers, body)
 end

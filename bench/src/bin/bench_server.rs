@@ -6,17 +6,20 @@
 //! - `POST /long?n=N`: one run with N text deltas, for events per second.
 //! - `POST /idle`: RUN_STARTED, then nothing until the client leaves, for the
 //!   memory an open stream costs.
+//! - `POST /idle_events`: the same through `EventStream` (a body fed by
+//!   `(seq, event)` pairs from elsewhere, as a service follows a run), for
+//!   the memory such a stream costs.
 //!
 //! Usage: `bench_server [ADDR]` (default 127.0.0.1:0); prints `listening <port>`.
 #![allow(clippy::print_stdout)]
 
 use std::collections::HashMap;
 
-use agwire_core::RunAgentInput;
-use agwire_server::{Agent, AgentEndpoint, AgentError, RunContext};
+use agwire_core::{BaseEvent, Event, RunAgentInput, RunStartedEvent};
+use agwire_server::{Agent, AgentEndpoint, AgentError, EventStream, Intake, RunContext};
 use axum::extract::{Query, Request};
-use axum::response::Response;
-use axum::serve::ListenerExt;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
 
 struct Short;
 impl Agent for Short {
@@ -46,6 +49,24 @@ impl Agent for Idle {
     }
 }
 
+/// RUN_STARTED with id 1, then an open stream with nothing more to send.
+async fn idle_events(request: Request) -> Response {
+    let (input, format) = match Intake::new().run_input(request).await {
+        Ok(accepted) => accepted,
+        Err(refused) => return refused.into_response(),
+    };
+    let started = Event::RunStarted(RunStartedEvent {
+        thread_id: input.thread_id,
+        run_id: input.run_id,
+        parent_run_id: None,
+        protocol_version: None,
+        input: None,
+        base: BaseEvent::default(),
+    });
+    let events = futures_util::stream::iter([(1, started)]).chain(futures_util::stream::pending());
+    EventStream::new(events, format).into_response()
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let addr = std::env::args()
@@ -59,12 +80,11 @@ async fn main() -> std::io::Result<()> {
     let app = axum::Router::new()
         .route_service("/short", AgentEndpoint::new(Short))
         .route("/long", axum::routing::post(long))
-        .route_service("/idle", AgentEndpoint::new(Idle));
+        .route_service("/idle", AgentEndpoint::new(Idle))
+        .route("/idle_events", axum::routing::post(idle_events));
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("listening {}", listener.local_addr()?.port());
-    // Streams are written in small pieces: never let Nagle hold one back.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await
+    // HTTP/1.1 with TCP_NODELAY: streams are written in small pieces, and
+    // never held back by Nagle.
+    agwire_server::serve(listener, app, std::future::pending()).await
 }

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agwire_llm::{ChatModel, OpenAiCompatible, OpenAiConfig};
-use agwire_service::pipeline::LlmBrain;
-use agwire_service::store::Store;
+use agwire_service::brain::llm::LlmBrain;
+use agwire_service::store::SqliteStore;
 use agwire_service::{BuiltinAgent, Service};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -88,7 +88,7 @@ async fn main() {
 
     let dir = std::env::temp_dir().join(format!("agwire-latency-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let store = Store::open(&dir.join("agwire.db")).await.unwrap();
+    let store = Arc::new(SqliteStore::open(&dir.join("agwire.db")).await.unwrap());
     let model: Arc<dyn ChatModel> = Arc::new(
         OpenAiCompatible::new(OpenAiConfig::new(format!("http://{provider_addr}/v1"), "m"))
             .unwrap(),

@@ -31,6 +31,8 @@ pub struct Config {
     pub grace_seconds: u64,
     /// Bearer-token authentication.
     pub auth: AuthConfig,
+    /// Connection limits and timeouts.
+    pub http: HttpConfig,
     /// Run admission.
     pub runs: RunsConfig,
     /// Uploads.
@@ -84,6 +86,7 @@ impl Default for Config {
             insecure_no_auth: false,
             grace_seconds: 10,
             auth: AuthConfig::default(),
+            http: HttpConfig::default(),
             runs: RunsConfig::default(),
             attachments: AttachmentsConfig::default(),
             metrics: MetricsConfig::default(),
@@ -106,6 +109,42 @@ pub struct AuthConfig {
     pub issuer: Option<String>,
 }
 
+/// `[http]`: what every connection and request may take, so that a client
+/// that stalls, trickles or sends too much cannot hold the service's
+/// resources. Every limit answers a JSON `{"detail"}` error.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Seconds a client has to send a request's headers, counted from when
+    /// the service starts waiting for them: after connecting, and between
+    /// requests on a kept-alive connection (the idle timeout). The
+    /// connection is closed when they run out.
+    pub header_read_timeout_seconds: u64,
+    /// Seconds from a request's headers to its answer's head: reading the
+    /// body and doing the work (a stream's body is not counted). 408 when
+    /// they run out.
+    pub request_timeout_seconds: u64,
+    /// Largest total size of a request's headers (431 above it).
+    pub max_header_bytes: usize,
+    /// Most headers in one request (431 above it).
+    pub max_headers: usize,
+    /// Largest body of the routes that take small JSON documents (profile,
+    /// jobs; 413 above it). Runs and uploads have their own limits.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            header_read_timeout_seconds: 10,
+            request_timeout_seconds: 60,
+            max_header_bytes: 32 * 1024,
+            max_headers: 100,
+            max_body_bytes: 64 * 1024,
+        }
+    }
+}
+
 /// What a run posted to a thread that already has an active run gets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -126,6 +165,9 @@ pub struct RunsConfig {
     /// Body limit of `POST /api/v1/agui` (full histories are larger than
     /// seed 004's single turn, whose 256 KiB limit is fixed by the contract).
     pub agui_max_payload_bytes: usize,
+    /// Most runs executing at once on this process; the others wait queued
+    /// (in order) and start as executions end.
+    pub max_concurrent: usize,
 }
 
 impl Default for RunsConfig {
@@ -133,6 +175,7 @@ impl Default for RunsConfig {
         Self {
             busy_thread: BusyThread::Reject,
             agui_max_payload_bytes: 1024 * 1024,
+            max_concurrent: 256,
         }
     }
 }
@@ -201,6 +244,16 @@ impl Config {
         if self.auth.jwt_secret.as_ref().is_some_and(|s| s.len() < 16) {
             return Err(Error::Config(
                 "auth.jwt_secret must be at least 16 bytes".into(),
+            ));
+        }
+        if self.http.header_read_timeout_seconds == 0 || self.http.request_timeout_seconds == 0 {
+            return Err(Error::Config(
+                "http timeouts must be at least 1 second".into(),
+            ));
+        }
+        if self.runs.max_concurrent == 0 {
+            return Err(Error::Config(
+                "runs.max_concurrent must be at least 1".into(),
             ));
         }
         if self.attachments.url_ttl_seconds <= 0 {

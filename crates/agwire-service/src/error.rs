@@ -28,4 +28,8 @@ pub enum Error {
     /// The service is shutting down (503).
     #[error("{0}")]
     Unavailable(String),
+    /// Something that should not fail did (500; the detail is logged, not
+    /// shown).
+    #[error("internal: {0}")]
+    Internal(String),
 }

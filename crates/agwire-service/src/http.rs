@@ -19,21 +19,22 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_core::Stream;
-use http_body_util::{BodyExt, Limited};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::task::TaskTracker;
 
 use crate::attachments::{Attachments, REFERENCE_PREFIX, sniff};
 use crate::auth::Auth;
 use crate::config::{BusyThread, Config};
 use crate::error::Error;
-use crate::hub::Hub;
 use crate::metrics::Metrics;
-use crate::store::{Admission, Ending, Store};
+use crate::runs::hub::{Hub, Producer};
+use crate::store::{Admission, Ending, NewRun, RunStatus, Store};
+use crate::validate::{ClientTime, RuntimeMode};
 use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 
 /// Backend tools (frontend tools may not reuse their names).
-const BACKEND_TOOLS: &[&str] = &crate::tools::NAMES;
+const BACKEND_TOOLS: &[&str] = &crate::brain::tools::NAMES;
 /// Keep-alive comment period on idle SSE streams.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -41,43 +42,64 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// runs in progress on this process.
 #[derive(Clone)]
 pub struct Service {
-    pub(crate) store: Store,
+    pub(crate) store: Arc<dyn Store>,
     hub: Hub,
-    brain: Arc<dyn crate::runtime::Brain>,
+    brain: Arc<dyn crate::brain::Brain>,
     shutdown: CancellationToken,
+    /// The cancel token of each run executing on this process.
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     attachments: Option<Attachments>,
     auth: Auth,
     options: Options,
     metrics: Arc<Metrics>,
     /// The agent catalogue (`system_agents.yaml`); jobs are checked against it.
-    pub(crate) runtime: Arc<crate::agents::RuntimeConfig>,
-    /// Runs executing on this process now (queued ones are not).
-    executing: Arc<std::sync::atomic::AtomicUsize>,
+    pub(crate) runtime: Arc<crate::brain::agents::RuntimeConfig>,
+    /// The executions on this process (the drain waits for them).
+    executions: TaskTracker,
+    /// Wakes the dispatcher: a run was accepted, or one ended.
+    dispatch: Arc<tokio::sync::Notify>,
     /// Shutting down: no new runs.
     draining: Arc<std::sync::atomic::AtomicBool>,
     /// Cancelled when the drain starts (background loops stop).
     stop: CancellationToken,
 }
 
+/// Runs the dispatcher takes per claim (one transaction).
+const CLAIM_BATCH: u32 = 64;
+/// How often the dispatcher looks for runnable runs nobody told it about
+/// (a safety net: accepts and endings wake it at once).
+const SWEEP_PERIOD: Duration = Duration::from_secs(5);
+
 /// The settings the HTTP layer reads on every request.
 #[derive(Debug, Clone)]
 struct Options {
     busy_thread: BusyThread,
     agui_max_payload_bytes: usize,
+    max_concurrent: usize,
     public_url: Option<String>,
     metrics_public: bool,
+    http: crate::config::HttpConfig,
+}
+
+impl Options {
+    fn of(config: &Config) -> Self {
+        Self {
+            busy_thread: config.runs.busy_thread,
+            agui_max_payload_bytes: config.runs.agui_max_payload_bytes,
+            max_concurrent: config.runs.max_concurrent,
+            public_url: config
+                .public_url
+                .as_ref()
+                .map(|u| u.trim_end_matches('/').to_owned()),
+            metrics_public: config.metrics.public,
+            http: config.http.clone(),
+        }
+    }
 }
 
 impl Default for Options {
     fn default() -> Self {
-        let config = Config::default();
-        Self {
-            busy_thread: config.runs.busy_thread,
-            agui_max_payload_bytes: config.runs.agui_max_payload_bytes,
-            public_url: config.public_url,
-            metrics_public: config.metrics.public,
-        }
+        Self::of(&Config::default())
     }
 }
 
@@ -122,9 +144,11 @@ fn unauthorized(why: &str) -> Response {
     response
 }
 
-pub(crate) fn detail(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(json!({ "detail": message }))).into_response()
-}
+pub(crate) use crate::api::limits::detail;
+
+/// What a multipart upload may add around its file (boundaries, part
+/// headers, other small fields).
+const MULTIPART_OVERHEAD: usize = 64 * 1024;
 
 impl From<Error> for Response {
     fn from(error: Error) -> Response {
@@ -140,21 +164,38 @@ impl From<Error> for Response {
     }
 }
 
+/// A validated run, ready to be accepted: who asks, what, and what
+/// validation established about it.
+#[derive(Debug, Clone)]
+pub(crate) struct RunRequest {
+    /// Its owner.
+    pub user: String,
+    /// What it runs.
+    pub input: RunAgentInput,
+    /// `forwardedProps.runtime_mode` (`None` on the standard AG-UI endpoint).
+    pub mode: Option<RuntimeMode>,
+    /// `forwardedProps.client_time`, checked.
+    pub client_time: Option<ClientTime>,
+    /// Busy-thread and history rules.
+    pub admission: Admission,
+}
+
 impl Service {
     /// A service over `store` running `agent`.
-    pub fn new(store: Store, agent: Arc<dyn DynAgent>) -> Self {
+    pub fn new(store: Arc<dyn Store>, agent: Arc<dyn DynAgent>) -> Self {
         Self {
             store,
             hub: Hub::default(),
-            brain: Arc::new(crate::runtime::Fixed::new(agent, "builtin")),
+            brain: Arc::new(crate::brain::Fixed::new(agent, "builtin")),
             shutdown: CancellationToken::new(),
             running: Arc::default(),
             attachments: None,
             auth: Auth::none(),
             options: Options::default(),
             metrics: Arc::default(),
-            runtime: Arc::new(crate::agents::RuntimeConfig::builtin()),
-            executing: Arc::default(),
+            runtime: Arc::new(crate::brain::agents::RuntimeConfig::builtin()),
+            executions: TaskTracker::new(),
+            dispatch: Arc::default(),
             draining: Arc::default(),
             stop: CancellationToken::new(),
         }
@@ -162,13 +203,13 @@ impl Service {
 
     /// What builds each run's agent (default: the agent given to
     /// [`Service::new`], for every run).
-    pub fn with_brain(mut self, brain: Arc<dyn crate::runtime::Brain>) -> Self {
+    pub fn with_brain(mut self, brain: Arc<dyn crate::brain::Brain>) -> Self {
         self.brain = brain;
         self
     }
 
     /// The agent catalogue runs choose from (default: the shipped one).
-    pub fn with_runtime(mut self, runtime: crate::agents::RuntimeConfig) -> Self {
+    pub fn with_runtime(mut self, runtime: crate::brain::agents::RuntimeConfig) -> Self {
         self.runtime = Arc::new(runtime);
         self
     }
@@ -176,15 +217,7 @@ impl Service {
     /// Applies the HTTP-level settings of `config` (busy-thread policy,
     /// `/api/v1/agui` body limit, public URL, `/metrics` access).
     pub fn with_config(mut self, config: &Config) -> Self {
-        self.options = Options {
-            busy_thread: config.runs.busy_thread,
-            agui_max_payload_bytes: config.runs.agui_max_payload_bytes,
-            public_url: config
-                .public_url
-                .as_ref()
-                .map(|u| u.trim_end_matches('/').to_owned()),
-            metrics_public: config.metrics.public,
-        };
+        self.options = Options::of(config);
         self
     }
 
@@ -201,42 +234,37 @@ impl Service {
         self
     }
 
-    /// Restart safety: runs a crash left `running` end as failed with a
-    /// `RUN_ERROR` (code `server_restart`) in their log; queued runs start.
-    pub async fn recover(&self) -> Result<(), Error> {
-        let mut threads = Vec::new();
-        for run in self.store.active_runs().await? {
-            if run.status == "running" {
-                let error = Event::RunError(RunErrorEvent {
-                    message: "the server restarted while the run was in progress".into(),
-                    code: Some("server_restart".into()),
-                    usage: None,
-                    base: BaseEvent::default(),
-                });
-                let why = json!({"message": "the server restarted while the run was in progress", "code": "server_restart"});
-                let ending = Ending {
-                    status: "failed",
-                    error: Some(&why),
-                    usage: None,
-                    terminal: &error,
-                    output: &[],
-                    ui_schema: None,
-                };
-                self.store.end_run(&run.task_id, &ending, now_ms()).await?;
-                tracing::warn!(
-                    run_id = run.run_id,
-                    "run interrupted by a restart, marked failed"
-                );
-            } else {
-                self.admit(&run.task_id);
-                if !threads.contains(&run.thread_id) {
-                    threads.push(run.thread_id);
-                }
-            }
+    /// Starts the service's engine: runs a crash left `running` end as
+    /// failed with a `RUN_ERROR` (code `server_restart`) after a valid start
+    /// of their log; queued runs are executed; from then on the dispatcher
+    /// executes every run that becomes runnable (accepted, or next on its
+    /// thread) until the drain.
+    pub async fn start(&self) -> Result<(), Error> {
+        for run in self.store.interrupted_runs().await? {
+            let why = "the server restarted while the run was in progress";
+            let error = Event::RunError(RunErrorEvent {
+                message: why.into(),
+                code: Some("server_restart".into()),
+                usage: None,
+                base: BaseEvent::default(),
+            });
+            let detail = json!({"message": why, "code": "server_restart"});
+            let ending = Ending {
+                status: RunStatus::Failed,
+                error: Some(&detail),
+                usage: None,
+                terminal: &error,
+                output: &[],
+                ui_schema: None,
+            };
+            self.store.end_run(&run.task_id, &ending, now_ms()).await?;
+            tracing::warn!(
+                run_id = run.run_id,
+                "run interrupted by a restart, marked failed"
+            );
         }
-        for thread in threads {
-            self.start_next(&thread).await;
-        }
+        let dispatcher = self.clone();
+        tokio::spawn(async move { dispatcher.dispatch_loop().await });
         Ok(())
     }
 
@@ -252,7 +280,7 @@ impl Service {
 
     /// Runs executing on this process now.
     pub fn running(&self) -> usize {
-        self.executing.load(std::sync::atomic::Ordering::SeqCst)
+        self.executions.len()
     }
 
     /// Shutdown: new runs are refused (503); running ones get `grace` to
@@ -262,21 +290,18 @@ impl Service {
         use std::sync::atomic::Ordering;
         self.draining.store(true, Ordering::SeqCst);
         self.stop.cancel();
-        let wait = |limit: Duration| async move {
-            let deadline = tokio::time::Instant::now() + limit;
-            while self.running() > 0 && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        };
-        wait(grace).await;
-        if self.running() > 0 {
+        self.executions.close();
+        if tokio::time::timeout(grace, self.executions.wait())
+            .await
+            .is_err()
+        {
             tracing::info!(
                 runs = self.running(),
                 "grace period over: cancelling the running runs"
             );
             self.cancel_all();
             // Cancelled runs only need to write their end.
-            wait(Duration::from_secs(5)).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.executions.wait()).await;
         }
         self.hub.close_all();
     }
@@ -308,7 +333,34 @@ impl Service {
 
     /// The API routes.
     pub fn router(&self) -> Router {
-        Router::new()
+        use crate::api::limits::{body_limit, header_limits, json_errors};
+        use axum::middleware::from_fn;
+        let http = &self.options.http;
+        let run_body = || {
+            from_fn(body_limit(
+                MAX_PAYLOAD_BYTES,
+                "RunAgentInput payload exceeds size limit",
+            ))
+        };
+        let agui_body = from_fn(body_limit(
+            self.options.agui_max_payload_bytes,
+            "RunAgentInput payload exceeds size limit",
+        ));
+        let upload_limit = self
+            .attachments
+            .as_ref()
+            .map_or(0, |a| a.max_bytes + MULTIPART_OVERHEAD);
+        let upload_body = from_fn(body_limit(upload_limit, "attachment exceeds size limit"));
+        // Routes with a body limit of their own (runs, uploads); the rest
+        // take small JSON documents at most.
+        let sized = Router::new()
+            .route("/api/v1/agui", post(post_agui).layer(agui_body))
+            .route("/api/v1/agent/runs", post(post_run).layer(run_body()))
+            .route(
+                "/api/v1/agent/attachments",
+                post(upload_attachment).layer(upload_body),
+            );
+        let small = Router::new()
             .route(
                 "/healthz",
                 get(|service: State<Service>| async move {
@@ -317,14 +369,11 @@ impl Service {
             )
             .route("/metrics", get(get_metrics))
             .route("/openapi.json", get(get_openapi))
-            .route("/api/v1/agui", post(post_agui))
-            .route("/api/v1/agent/runs", post(post_run))
             .route("/api/v1/agent/runs/{run_id}", get(get_run))
             .route("/api/v1/agent/runs/{run_id}/events", get(get_events))
             .route("/api/v1/agent/runs/{run_id}/cancel", post(cancel_run))
             .route("/api/v1/agent/history", get(get_history))
             .route("/api/v1/me/profile", get(get_profile).patch(patch_profile))
-            .route("/api/v1/agent/attachments", post(upload_attachment))
             .route("/api/v1/agent/attachments/{id}", get(download_attachment))
             .route(
                 "/api/v1/automation/jobs",
@@ -338,75 +387,110 @@ impl Service {
             )
             .route("/api/v1/automation/jobs/{id}/runs", get(crate::jobs::runs))
             .route("/api/v1/calendar/events", get(calendar_events))
+            .layer(from_fn(body_limit(
+                http.max_body_bytes,
+                "the request body exceeds the size limit",
+            )));
+        sized
+            .merge(small)
             .with_state(self.clone())
+            // The limits above are the body limits (axum's default of 2 MB
+            // would cut uploads short).
+            .layer(axum::extract::DefaultBodyLimit::disable())
+            .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+                StatusCode::REQUEST_TIMEOUT,
+                Duration::from_secs(http.request_timeout_seconds),
+            ))
+            .layer(from_fn(header_limits(
+                http.max_header_bytes,
+                http.max_headers,
+            )))
+            .layer(from_fn(json_errors))
     }
 
-    /// Makes an accepted run live before its answer leaves: streams opened
-    /// right after the 202 follow it, and a cancel finds its token.
-    fn admit(&self, task_id: &str) -> CancellationToken {
-        self.hub.open(task_id);
-        let cancel = self.shutdown.child_token();
-        if let Ok(mut running) = self.running.lock() {
-            running.insert(task_id.to_owned(), cancel.clone());
+    /// Executes runnable runs (claimed from the store in batches) whenever
+    /// woken, and every [`SWEEP_PERIOD`] in case a wake-up was missed, until
+    /// the drain.
+    async fn dispatch_loop(&self) {
+        loop {
+            if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            // Each claimed run's cancel token is registered before the claim
+            // commits: a cancel that sees the run `running` finds it.
+            let register = |task_id: &str| {
+                if let Ok(mut running) = self.running.lock() {
+                    running.insert(task_id.to_owned(), self.shutdown.child_token());
+                }
+            };
+            let forget = |task_id: &str| {
+                if let Ok(mut running) = self.running.lock() {
+                    running.remove(task_id);
+                }
+            };
+            let room = self.options.max_concurrent.saturating_sub(self.running());
+            let limit = CLAIM_BATCH.min(u32::try_from(room).unwrap_or(u32::MAX));
+            let claim = async {
+                if limit == 0 {
+                    return Ok(Vec::new());
+                }
+                self.store
+                    .claim_runnable(limit, now_ms(), &register, &forget)
+                    .await
+            };
+            match claim.await {
+                Ok(claimed) => {
+                    let full = limit > 0 && claimed.len() == limit as usize;
+                    for run in claimed {
+                        self.spawn_execution(run);
+                    }
+                    if full {
+                        continue;
+                    }
+                }
+                Err(error) => tracing::error!(%error, "could not claim runs"),
+            }
+            tokio::select! {
+                () = self.dispatch.notified() => {}
+                () = tokio::time::sleep(SWEEP_PERIOD) => {}
+                () = self.stop.cancelled() => return,
+            }
         }
-        cancel
     }
 
-    /// The run left this process (ended, or never to start here).
-    fn release(&self, task_id: &str) {
-        self.hub.close(task_id);
-        if let Ok(mut running) = self.running.lock() {
-            running.remove(task_id);
-        }
-    }
-
-    /// Starts the oldest queued run of `thread` if it has none running.
-    async fn start_next(&self, thread: &str) {
-        match self.store.next_queued(thread).await {
-            Ok(Some(run)) => match serde_json::from_str::<RunAgentInput>(&run.input) {
-                Ok(input) => self.start_run(run.task_id, input),
-                Err(error) => tracing::error!(%error, "a queued run's input is unreadable"),
-            },
-            Ok(None) => {}
-            Err(error) => tracing::error!(%error, "could not read the thread's queue"),
-        }
-    }
-
-    fn start_run(&self, task_id: String, input: RunAgentInput) {
+    /// Executes a claimed run on a task of its own.
+    fn spawn_execution(&self, run: crate::store::Claimed) {
         let cancel = self
             .running
             .lock()
             .ok()
-            .and_then(|r| r.get(&task_id).cloned())
-            .unwrap_or_else(|| self.admit(&task_id));
+            .and_then(|running| running.get(&run.task_id).cloned())
+            .unwrap_or_else(|| self.shutdown.child_token());
         let service = self.clone();
-        tokio::spawn(async move {
-            let thread_id = input.thread_id.clone();
-            match service.store.claim(&task_id, now_ms()).await {
-                Ok(true) => {
-                    use std::sync::atomic::Ordering;
-                    service.executing.fetch_add(1, Ordering::SeqCst);
-                    service.execute(&task_id, input, cancel).await;
-                    service.executing.fetch_sub(1, Ordering::SeqCst);
-                }
-                // A cancel got there first (it wrote the run's end), or the
-                // run is already another worker's.
-                Ok(false) => {}
-                Err(error) => tracing::error!(%error, "could not start run"),
+        self.executions.spawn(async move {
+            let producer = service.hub.produce(&run.task_id);
+            let task_id = run.task_id.clone();
+            service.execute(run, cancel, &producer).await;
+            if let Ok(mut running) = service.running.lock() {
+                running.remove(&task_id);
             }
-            service.release(&task_id);
-            let draining = service.draining.load(std::sync::atomic::Ordering::SeqCst);
-            if service.options.busy_thread == BusyThread::Enqueue && !draining {
-                service.start_next(&thread_id).await;
-            }
+            drop(producer);
+            // The thread's next run (if one waits) is runnable now.
+            service.dispatch.notify_one();
         });
     }
 
     /// Runs the agent, appending its events to the log as they come and
     /// ending the run (status, output, terminal event) in one transaction.
-    async fn execute(&self, task_id: &str, input: RunAgentInput, cancel: CancellationToken) {
+    async fn execute(
+        &self,
+        run: crate::store::Claimed,
+        cancel: CancellationToken,
+        live: &Producer,
+    ) {
+        let task_id = run.task_id.as_str();
         let (tx, mut rx) = mpsc::channel(64);
-        let agent = match self.setup(&input).await {
+        let agent = match self.setup(&run).await {
             Ok(setup) => self.brain.agent(setup),
             Err(error) => {
                 tracing::error!(%error, "could not prepare the run");
@@ -416,10 +500,11 @@ impl Service {
                     usage: None,
                     base: BaseEvent::default(),
                 });
-                self.end(task_id, &failure, &[]).await;
+                self.end(task_id, &failure, &[], live).await;
                 return;
             }
         };
+        let input = run.input;
         let producer = tokio::spawn(async move { run_detached(&*agent, input, tx, cancel).await });
         // What the run says, folded into the thread's messages at its end.
         let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
@@ -433,11 +518,11 @@ impl Service {
             for event in &events {
                 output.apply(event);
             }
-            if !events.is_empty() && !self.append_and_publish(task_id, events).await {
+            if !events.is_empty() && !self.append_and_publish(task_id, events, live).await {
                 break 'run;
             }
             if let Some(end) = rest.into_iter().next() {
-                ended = self.end(task_id, &end, &output.messages).await;
+                ended = self.end(task_id, &end, &output.messages, live).await;
                 break 'run;
             }
         }
@@ -452,22 +537,17 @@ impl Service {
                 usage: None,
                 base: BaseEvent::default(),
             });
-            self.end(task_id, &failure, &output.messages).await;
+            self.end(task_id, &failure, &output.messages, live).await;
         }
     }
 
     /// What the run's agent needs besides its input.
-    async fn setup(&self, input: &RunAgentInput) -> Result<crate::runtime::RunSetup, Error> {
+    async fn setup(&self, run: &crate::store::Claimed) -> Result<crate::brain::RunSetup, Error> {
         use crate::validate::RuntimeMode;
-        let user = self
-            .store
-            .thread_owner(&input.thread_id)
-            .await?
-            .ok_or_else(|| Error::NotFound("thread not found".into()))?;
-        let settings = self.store.settings(&user).await?;
-        let (mode, client_time) = crate::validate::run_context(input.forwarded_props.as_ref());
+        let (user, input, mode) = (run.user_id.as_str(), &run.input, run.mode);
+        let settings = self.store.settings(user).await?;
         let clock = crate::clock::RunClock::resolve(
-            client_time.as_ref(),
+            run.client_time.as_ref(),
             settings.get("timezone").and_then(Value::as_str),
             jiff::Timestamp::now(),
         );
@@ -486,12 +566,12 @@ impl Service {
             .into_iter()
             .map(|stored| stored.message)
             .collect();
-        let history = self.inline_attachments(&user, history).await;
+        let history = self.inline_attachments(user, history).await;
         let runtime = match mode {
             Some(RuntimeMode::Automation) => {
-                match self.store.job_of_thread(&input.thread_id).await? {
+                match self.store.job_of_thread(user, &input.thread_id).await? {
                     Some(job) => {
-                        let job_runtime: crate::agents::JobRuntime =
+                        let job_runtime: crate::brain::agents::JobRuntime =
                             serde_json::from_str(&job.config)?;
                         self.runtime.for_job(&job_runtime)?
                     }
@@ -499,13 +579,13 @@ impl Service {
                     // default agent alone.
                     None => self
                         .runtime
-                        .for_job(&crate::agents::JobRuntime::default())?,
+                        .for_job(&crate::brain::agents::JobRuntime::default())?,
                 }
             }
             _ => (*self.runtime).clone(),
         };
-        Ok(crate::runtime::RunSetup {
-            user,
+        Ok(crate::brain::RunSetup {
+            user: user.to_owned(),
             mode,
             clock,
             locale,
@@ -548,10 +628,11 @@ impl Service {
                 let Some(id) = value.strip_prefix(REFERENCE_PREFIX).map(str::to_owned) else {
                     continue;
                 };
-                let Ok(Some((owner, mime))) = self.store.attachment(&id).await else {
+                let Ok(Some(record)) = self.store.attachment(&id).await else {
                     continue;
                 };
-                if owner != user {
+                let mime = record.mime_type;
+                if record.user_id != user {
                     continue;
                 }
                 match attachments.load(&id) {
@@ -567,19 +648,25 @@ impl Service {
     }
 
     /// Writes a run's end; true when this call ended it.
-    async fn end(&self, task_id: &str, terminal: &Event, said: &[agwire_core::Message]) -> bool {
+    async fn end(
+        &self,
+        task_id: &str,
+        terminal: &Event,
+        said: &[agwire_core::Message],
+        live: &Producer,
+    ) -> bool {
         let (status, error, usage) = match terminal {
             Event::RunFinished(e) => (
                 match e.outcome {
-                    Some(RunFinishedOutcome::Interrupt { .. }) => "interrupted",
-                    Some(RunFinishedOutcome::Cancelled) => "cancelled",
-                    _ => "succeeded",
+                    Some(RunFinishedOutcome::Interrupt { .. }) => RunStatus::Interrupted,
+                    Some(RunFinishedOutcome::Cancelled) => RunStatus::Cancelled,
+                    _ => RunStatus::Succeeded,
                 },
                 None,
                 e.usage.as_ref(),
             ),
             Event::RunError(e) => (
-                "failed",
+                RunStatus::Failed,
                 Some(json!({"message": e.message, "code": e.code})),
                 e.usage.as_ref(),
             ),
@@ -617,7 +704,7 @@ impl Service {
         match self.store.end_run(task_id, &ending, now_ms()).await {
             Ok(Some(seq)) => {
                 self.metrics.appended(1, started.elapsed());
-                self.hub.publish(task_id, seq, terminal.clone());
+                live.publish(seq, terminal.clone());
                 true
             }
             Ok(None) => false,
@@ -630,13 +717,13 @@ impl Service {
 
     /// Appends events to the log, then (only then) publishes them. False
     /// when the log could not take them: the run then fails.
-    async fn append_and_publish(&self, task_id: &str, events: Vec<Event>) -> bool {
+    async fn append_and_publish(&self, task_id: &str, events: Vec<Event>, live: &Producer) -> bool {
         let started = std::time::Instant::now();
         match self.store.append_events(task_id, &events).await {
             Ok(first) => {
                 self.metrics.appended(events.len(), started.elapsed());
                 for (i, event) in events.into_iter().enumerate() {
-                    self.hub.publish(task_id, first + i as u64, event);
+                    live.publish(first + i as u64, event);
                 }
                 true
             }
@@ -650,16 +737,22 @@ impl Service {
     /// Ends a run that has not started as cancelled, if it still has not
     /// (false when a worker took it first). Its log gets `RUN_STARTED` then
     /// `RUN_FINISHED` with outcome `cancelled`, so it is still a valid run.
-    async fn cancel_unstarted(&self, task_id: &str, input: &RunAgentInput) -> Result<bool, Error> {
-        let ids = json!({"threadId": input.thread_id, "runId": input.run_id});
-        let mut started = ids.clone();
-        started["type"] = "RUN_STARTED".into();
-        let mut finished = ids;
-        finished["type"] = "RUN_FINISHED".into();
-        finished["outcome"] = json!({"type": "cancelled"});
+    async fn cancel_unstarted(
+        &self,
+        task_id: &str,
+        thread_id: &str,
+        run_id: &str,
+    ) -> Result<bool, Error> {
         let events = [
-            Event::from_json(&started.to_string())?.value,
-            Event::from_json(&finished.to_string())?.value,
+            crate::store::run_started(thread_id, run_id),
+            Event::RunFinished(agwire_core::RunFinishedEvent {
+                thread_id: thread_id.to_owned(),
+                run_id: run_id.to_owned(),
+                result: None,
+                outcome: Some(RunFinishedOutcome::Cancelled),
+                usage: None,
+                base: BaseEvent::default(),
+            }),
         ];
         let Some(first) = self.store.cancel_queued(task_id, &events, now_ms()).await? else {
             return Ok(false);
@@ -670,33 +763,41 @@ impl Service {
         Ok(true)
     }
 
-    /// Stores an accepted run and starts it (or queues it behind the
-    /// thread's active run).
-    pub(crate) async fn accept(
-        &self,
-        user: &str,
-        input: RunAgentInput,
-        admission: Admission,
-    ) -> Result<crate::store::Accepted, Error> {
+    /// Stores an accepted run and hands it to the engine (it executes as
+    /// soon as its thread is free).
+    ///
+    /// The write and the hand-off happen on a task of their own: a client
+    /// that goes away mid-request cannot leave a committed run behind that
+    /// nobody starts (the dispatcher's sweep is the second line of defence).
+    pub(crate) async fn accept(&self, run: RunRequest) -> Result<crate::store::Accepted, Error> {
         if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(Error::Unavailable(
                 "the server is shutting down; retry shortly".into(),
             ));
         }
-        let fingerprint = serde_json::to_string(&input)?;
-        let accepted = self
-            .store
-            .accept_run(user, &input, &fingerprint, admission, now_ms())
-            .await?;
-        if !accepted.replayed {
-            self.metrics.run_accepted();
-            if accepted.waiting {
-                self.admit(&accepted.task_id);
-            } else {
-                self.start_run(accepted.task_id.clone(), input);
+        let service = self.clone();
+        tokio::spawn(async move {
+            let fingerprint = serde_json::to_string(&run.input)?;
+            let accepted = service
+                .store
+                .accept_run(NewRun {
+                    user: &run.user,
+                    input: &run.input,
+                    request_hash: &fingerprint,
+                    mode: run.mode,
+                    client_time: run.client_time.as_ref(),
+                    admission: run.admission,
+                    now_ms: now_ms(),
+                })
+                .await?;
+            if !accepted.replayed {
+                service.metrics.run_accepted();
+                service.dispatch.notify_one();
             }
-        }
-        Ok(accepted)
+            Ok(accepted)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("accepting a run failed: {e}")))?
     }
 
     /// The run's events after `after`, then live ones, until its terminal event.
@@ -705,6 +806,7 @@ impl Service {
         tokio::spawn(follow(
             self.store.clone(),
             self.hub.clone(),
+            self.stop.clone(),
             task_id,
             after,
             tx,
@@ -727,60 +829,98 @@ fn is_terminal(event: &Event) -> bool {
 }
 
 /// Subscribe first, then backfill from the log, then live events not yet
-/// sent; a lagging subscriber re-reads the log.
+/// sent; a lagging follower re-reads the log. A run that is still queued (or
+/// executes elsewhere) is waited for; the stream ends after the run's
+/// terminal event, or when the service stops.
 async fn follow(
-    store: Store,
+    store: Arc<dyn Store>,
     hub: Hub,
+    stop: CancellationToken,
     task_id: String,
     after: u64,
-    tx: mpsc::Sender<(u64, Event)>,
+    tx: mpsc::Sender<(u64, Arc<Event>)>,
 ) {
     let mut live = hub.subscribe(&task_id);
     let mut last = after;
-    // Sends one event; false when the stream is over (terminal event sent,
-    // or the client gone).
-    let forward = |seq: u64, event: Event, last: &mut u64| {
-        let tx = tx.clone();
-        *last = seq;
-        async move {
-            let terminal = is_terminal(&event);
-            tx.send((seq, event)).await.is_ok() && !terminal
-        }
-    };
-    loop {
-        let events = match store.events_after(&task_id, last).await {
+    // Sends the log after `last`; false when the stream is over (terminal
+    // event sent, or the client gone).
+    let backfill = async |last: &mut u64| -> bool {
+        let events = match store.events_after(&task_id, *last).await {
             Ok(events) => events,
             Err(error) => {
                 tracing::error!(%error, "could not read a run's log");
-                return;
+                return false;
             }
         };
         for (seq, event) in events {
-            if !forward(seq, event, &mut last).await {
-                return;
+            *last = seq;
+            let terminal = is_terminal(&event);
+            if tx.send((seq, Arc::new(event))).await.is_err() || terminal {
+                return false;
             }
         }
-        let Some(receiver) = live.as_mut() else {
-            // Not live: the log was everything.
+        true
+    };
+    loop {
+        if !backfill(&mut last).await {
             return;
+        }
+        // The log does not end the run (yet): is it still to come?
+        let active = match store.run_status(&task_id).await {
+            Ok(Some(status)) => status.is_active(),
+            Ok(None) => false,
+            Err(error) => {
+                tracing::error!(%error, "could not read a run's status");
+                return;
+            }
         };
+        if !active || stop.is_cancelled() {
+            // Its end was written with its status: one last read has it.
+            backfill(&mut last).await;
+            return;
+        }
         loop {
-            match receiver.recv().await {
+            match live.recv().await {
                 Ok((seq, event)) if seq > last => {
-                    if !forward(seq, event, &mut last).await {
+                    last = seq;
+                    let terminal = is_terminal(&event);
+                    if tx.send((seq, event)).await.is_err() || terminal {
                         return;
                     }
                 }
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(_)) => break,
                 Err(broadcast::error::RecvError::Closed) => {
-                    live = None;
+                    // The run stopped executing here, or the service stops:
+                    // the log tells which.
+                    live = hub.subscribe(&task_id);
                     break;
                 }
             }
         }
     }
 }
+
+/// What a path segment must escape: everything but RFC 3986's unreserved
+/// characters and the sub-delimiters a segment may hold as they are.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b':')
+    .remove(b'@');
 
 /// Which format to stream in, if the request asks for a stream explicitly.
 fn asked_stream(headers: &HeaderMap) -> Option<WireFormat> {
@@ -795,18 +935,19 @@ fn asked_stream(headers: &HeaderMap) -> Option<WireFormat> {
 
 async fn post_run(State(service): State<Service>, User(user): User, request: Request) -> Response {
     let headers = request.headers().clone();
+    if !crate::api::limits::declares_json(&headers) {
+        return crate::api::limits::not_json();
+    }
     // One byte over the limit is enough to know.
-    let body = match Limited::new(request.into_body(), MAX_PAYLOAD_BYTES + 1)
-        .collect()
-        .await
+    let body = match crate::api::limits::read_body(
+        request.into_body(),
+        MAX_PAYLOAD_BYTES + 1,
+        "RunAgentInput payload exceeds size limit",
+    )
+    .await
     {
-        Ok(body) => body.to_bytes(),
-        Err(_) => {
-            return detail(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "RunAgentInput payload exceeds size limit",
-            );
-        }
+        Ok(body) => body,
+        Err(response) => return response,
     };
     // (Scoped: `Rules` holds a `&dyn Fn`, which must not live across an await.)
     let now_s = now_ms() / 1000;
@@ -836,14 +977,24 @@ async fn post_run(State(service): State<Service>, User(user): User, request: Req
         enqueue: service.options.busy_thread == BusyThread::Enqueue,
         whole_history: false,
     };
-    let accepted = match service.accept(&user, run.input, admission).await {
+    let request = RunRequest {
+        user: user.clone(),
+        input: run.input,
+        mode: Some(run.runtime_mode),
+        client_time: run.client_time,
+        admission,
+    };
+    let accepted = match service.accept(request).await {
         Ok(accepted) => accepted,
         Err(error) => return error.into(),
     };
     if let Some(format) = asked_stream(&headers) {
         return service.stream(accepted.task_id, 0, format);
     }
-    let location = format!("/api/v1/agent/runs/{}/events", accepted.run_id);
+    let location = format!(
+        "/api/v1/agent/runs/{}/events",
+        percent_encoding::utf8_percent_encode(&accepted.run_id, PATH_SEGMENT)
+    );
     let mut response = (
         StatusCode::ACCEPTED,
         axum::Json(json!({
@@ -895,11 +1046,12 @@ async fn get_events(
         Ok(None) => return detail(StatusCode::NOT_FOUND, "run not found"),
         Err(error) => return error.into(),
     };
-    let resume = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| query.get("after").cloned());
+    let resume = match headers.get("last-event-id").map(|v| v.to_str()) {
+        Some(Ok(id)) => Some(id.to_owned()),
+        // Bytes that are not text are not a sequence number either.
+        Some(Err(_)) => Some(String::from("\u{fffd}")),
+        None => query.get("after").cloned(),
+    };
     let after = match resume.as_deref().map(str::parse::<u64>) {
         None => 0,
         Some(Ok(after)) => after,
@@ -926,18 +1078,15 @@ async fn cancel_run(
         Ok(None) => return detail(StatusCode::NOT_FOUND, "run not found"),
         Err(error) => return error.into(),
     };
-    if run.status == "queued" {
-        // Not started: it ends here, unless a worker takes it this instant —
-        // then the worker finds its token cancelled below.
-        let input = match serde_json::from_str::<RunAgentInput>(&run.input) {
-            Ok(input) => input,
-            Err(error) => return Error::from(error).into(),
-        };
-        match service.cancel_unstarted(&run.task_id, &input).await {
-            Ok(true) => {
-                service.release(&run.task_id);
-                return cancel_accepted(&run.run_id);
-            }
+    if run.status == RunStatus::Queued {
+        // Not started: it ends here, unless the dispatcher takes it this
+        // instant — then its token (registered before the claim commits) is
+        // found below.
+        match service
+            .cancel_unstarted(&run.task_id, &run.thread_id, &run.run_id)
+            .await
+        {
+            Ok(true) => return cancel_accepted(&run.run_id),
             Ok(false) => {}
             Err(error) => return error.into(),
         }
@@ -963,7 +1112,7 @@ fn cancel_accepted(run_id: &str) -> Response {
 
 /// Encodes `(seq, event)` pairs: SSE frames carry `id: <seq>`.
 struct LogBody {
-    rx: mpsc::Receiver<(u64, Event)>,
+    rx: mpsc::Receiver<(u64, Arc<Event>)>,
     format: WireFormat,
     sse: SseEncoder,
     buf: Vec<u8>,
@@ -973,7 +1122,7 @@ struct LogBody {
 
 impl LogBody {
     fn new(
-        rx: mpsc::Receiver<(u64, Event)>,
+        rx: mpsc::Receiver<(u64, Arc<Event>)>,
         format: WireFormat,
         open: crate::metrics::StreamGuard,
     ) -> Self {
@@ -1230,6 +1379,15 @@ async fn upload_attachment(
             Ok(form) => form,
             Err(rejection) => return detail(StatusCode::BAD_REQUEST, &rejection.body_text()),
         };
+        // A part that breaks the body's limit is the upload being too large;
+        // anything else wrong with the form is a bad request.
+        let failed = |e: axum::extract::multipart::MultipartError| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large()
+            } else {
+                detail(StatusCode::BAD_REQUEST, &e.body_text())
+            }
+        };
         let mut file = None;
         loop {
             match form.next_field().await {
@@ -1238,11 +1396,11 @@ async fn upload_attachment(
                         file = Some(bytes);
                         break;
                     }
-                    Err(e) => return detail(StatusCode::BAD_REQUEST, &e.body_text()),
+                    Err(e) => return failed(e),
                 },
                 Ok(Some(_)) => {}
                 Ok(None) => break,
-                Err(e) => return detail(StatusCode::BAD_REQUEST, &e.body_text()),
+                Err(e) => return failed(e),
             }
         }
         match file {
@@ -1256,12 +1414,15 @@ async fn upload_attachment(
             }
         }
     } else {
-        match Limited::new(request.into_body(), attachments.max_bytes)
-            .collect()
-            .await
+        match crate::api::limits::read_body(
+            request.into_body(),
+            attachments.max_bytes,
+            "attachment exceeds size limit",
+        )
+        .await
         {
-            Ok(body) => body.to_bytes(),
-            Err(_) => return too_large(),
+            Ok(body) => body,
+            Err(response) => return response,
         }
     };
     let Some(mime_type) = sniff(&bytes) else {
@@ -1309,7 +1470,9 @@ async fn download_attachment(
     let exp = query.get("exp").and_then(|e| e.parse::<i64>().ok());
     let sig = query.get("sig").and_then(|s| hex::decode(s).ok());
     let valid = match (exp, sig) {
-        (Some(exp), Some(sig)) => attachments.verify(&id, &owner.0, exp, &sig, now_ms() / 1000),
+        (Some(exp), Some(sig)) => {
+            attachments.verify(&id, &owner.user_id, exp, &sig, now_ms() / 1000)
+        }
         _ => false,
     };
     if !valid {
@@ -1318,7 +1481,7 @@ async fn download_attachment(
     match attachments.load(&id) {
         Ok(bytes) => {
             let mut response = Response::new(Body::from(bytes));
-            if let Ok(value) = HeaderValue::from_str(&owner.1) {
+            if let Ok(value) = HeaderValue::from_str(&owner.mime_type) {
                 response.headers_mut().insert(header::CONTENT_TYPE, value);
             }
             response.headers_mut().insert(
@@ -1349,7 +1512,13 @@ async fn get_metrics(State(service): State<Service>, headers: HeaderMap) -> Resp
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
         )],
-        service.metrics.render(&runs),
+        service.metrics.render(
+            &runs,
+            crate::metrics::Held {
+                executing: service.running(),
+                live_channels: service.hub.len(),
+            },
+        ),
     )
         .into_response()
 }
@@ -1378,29 +1547,18 @@ const MAX_AGUI_MESSAGES: usize = 2000;
 /// seed-004 endpoint, without its single-turn rules.
 async fn post_agui(State(service): State<Service>, User(user): User, request: Request) -> Response {
     let headers = request.headers().clone();
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| {
-            let v = v.trim().to_ascii_lowercase();
-            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
-        });
-    if !json {
-        return detail(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Content-Type must be application/json",
-        );
+    if !crate::api::limits::declares_json(&headers) {
+        return crate::api::limits::not_json();
     }
-    let limit = service.options.agui_max_payload_bytes;
-    let body = match Limited::new(request.into_body(), limit).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(_) => {
-            return detail(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "RunAgentInput payload exceeds size limit",
-            );
-        }
+    let body = match crate::api::limits::read_body(
+        request.into_body(),
+        service.options.agui_max_payload_bytes,
+        "RunAgentInput payload exceeds size limit",
+    )
+    .await
+    {
+        Ok(body) => body,
+        Err(response) => return response,
     };
     let input: RunAgentInput = match serde_json::from_slice(&body) {
         Ok(input) => input,
@@ -1413,7 +1571,9 @@ async fn post_agui(State(service): State<Service>, User(user): User, request: Re
     };
     let rejection = if input.thread_id.is_empty() || input.thread_id.chars().count() > MAX_AGUI_ID {
         Some("threadId must be 1 to 128 characters")
-    } else if input.run_id.is_empty() || input.run_id.chars().count() > MAX_AGUI_ID {
+    } else if input.run_id.is_empty() {
+        Some("runId must not be empty")
+    } else if input.run_id.chars().count() > MAX_AGUI_ID {
         Some("runId exceeds length limit")
     } else if input.messages.len() > MAX_AGUI_MESSAGES {
         Some("RunAgentInput.messages exceeds limit")
@@ -1445,7 +1605,14 @@ async fn post_agui(State(service): State<Service>, User(user): User, request: Re
     let format = Negotiator::new()
         .prefer_sse_for_wildcards(true)
         .choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    match service.accept(&user, input, admission).await {
+    let request = RunRequest {
+        user,
+        input,
+        mode: None,
+        client_time: None,
+        admission,
+    };
+    match service.accept(request).await {
         Ok(accepted) => service.stream(accepted.task_id, 0, format),
         Err(error) => error.into(),
     }
@@ -1483,7 +1650,7 @@ async fn calendar_events(
         .await
     {
         Ok(events) => axum::Json(
-            json!({"events": events.iter().map(crate::tools::event_json).collect::<Vec<_>>()}),
+            json!({"events": events.iter().map(crate::brain::tools::event_json).collect::<Vec<_>>()}),
         )
         .into_response(),
         Err(error) => error.into(),

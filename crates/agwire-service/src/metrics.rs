@@ -7,6 +7,8 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::store::RunStatus;
+
 /// Upper bounds (seconds) of the append-latency histogram buckets.
 const APPEND_BUCKETS: [f64; 12] = [
     0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -51,22 +53,16 @@ impl Metrics {
         StreamGuard(metrics.clone())
     }
 
-    /// The exposition, with `runs` (status, count) read from the store.
-    pub(crate) fn render(&self, runs: &[(String, i64)]) -> String {
+    /// The exposition, with `runs` (status, count) read from the store and
+    /// what this process holds now.
+    pub(crate) fn render(&self, runs: &[(RunStatus, i64)], held: Held) -> String {
         let mut out = String::with_capacity(2048);
         let _ = writeln!(out, "# HELP agwire_runs Runs by status.");
         let _ = writeln!(out, "# TYPE agwire_runs gauge");
-        for status in [
-            "queued",
-            "running",
-            "succeeded",
-            "failed",
-            "cancelled",
-            "interrupted",
-        ] {
+        for status in RunStatus::ALL {
             let n = runs
                 .iter()
-                .find(|(s, _)| s == status)
+                .find(|(s, _)| *s == status)
                 .map_or(0, |(_, n)| *n);
             let _ = writeln!(out, "agwire_runs{{status=\"{status}\"}} {n}");
         }
@@ -87,6 +83,18 @@ impl Metrics {
             "agwire_active_streams {}",
             self.active_streams.load(Ordering::Relaxed)
         );
+        let _ = writeln!(
+            out,
+            "# HELP agwire_runs_executing Runs executing on this process."
+        );
+        let _ = writeln!(out, "# TYPE agwire_runs_executing gauge");
+        let _ = writeln!(out, "agwire_runs_executing {}", held.executing);
+        let _ = writeln!(
+            out,
+            "# HELP agwire_live_channels Runs with a live event channel on this process (executing here, or followed)."
+        );
+        let _ = writeln!(out, "# TYPE agwire_live_channels gauge");
+        let _ = writeln!(out, "agwire_live_channels {}", held.live_channels);
         let _ = writeln!(
             out,
             "# HELP agwire_events_appended_total Events appended to run logs."
@@ -121,6 +129,16 @@ impl Metrics {
     }
 }
 
+/// What this process holds now (gauges that must return to zero when it is
+/// idle: nothing per run outlives the run).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Held {
+    /// Runs executing here.
+    pub(crate) executing: usize,
+    /// Live event channels in the hub.
+    pub(crate) live_channels: usize,
+}
+
 /// Counts one open stream while alive.
 #[derive(Debug)]
 pub(crate) struct StreamGuard(std::sync::Arc<Metrics>);
@@ -141,7 +159,7 @@ mod tests {
         metrics.appended(3, Duration::from_micros(300));
         metrics.appended(1, Duration::from_secs(2));
         let guard = Metrics::stream_opened(&metrics);
-        let text = metrics.render(&[("running".into(), 2)]);
+        let text = metrics.render(&[(RunStatus::Running, 2)], Held::default());
         assert!(
             text.contains("agwire_runs{status=\"running\"} 2\n"),
             "{text}"
@@ -157,6 +175,10 @@ mod tests {
         assert!(text.contains("agwire_event_append_seconds_bucket{le=\"+Inf\"} 2\n"));
         assert!(text.contains("agwire_active_streams 1\n"));
         drop(guard);
-        assert!(metrics.render(&[]).contains("agwire_active_streams 0\n"));
+        assert!(
+            metrics
+                .render(&[], Held::default())
+                .contains("agwire_active_streams 0\n")
+        );
     }
 }

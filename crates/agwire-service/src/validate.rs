@@ -86,6 +86,25 @@ pub enum RuntimeMode {
     Automation,
 }
 
+impl RuntimeMode {
+    /// Its name on the wire and in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Automation => "automation",
+        }
+    }
+
+    /// The mode with this name.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "chat" => Some(Self::Chat),
+            "automation" => Some(Self::Automation),
+            _ => None,
+        }
+    }
+}
+
 /// `forwardedProps.client_time`, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientTime {
@@ -97,6 +116,24 @@ pub struct ClientTime {
     pub now: jiff::Timestamp,
     /// The device's epoch milliseconds.
     pub epoch_ms: i64,
+}
+
+impl ClientTime {
+    /// The object it was read from (`device_timezone`, `client_now_iso`,
+    /// `client_epoch_ms`).
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "device_timezone": self.device_timezone_name,
+            "client_now_iso": self.now.to_string(),
+            "client_epoch_ms": self.epoch_ms,
+        })
+    }
+
+    /// Reads back what [`ClientTime::to_json`] wrote (or what a client sent);
+    /// `None` when it does not pass validation.
+    pub fn from_json(value: &Value) -> Option<Self> {
+        check_client_time(value.as_object()?).ok()
+    }
 }
 
 /// An accepted request.
@@ -139,6 +176,7 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejectio
         .get("forwardedProps")
         .or_else(|| object.get("forwarded_props"))
         .cloned();
+    strict_shape(object)?;
     let attachments = take_attachments(object);
     let input = decode::<RunAgentInput>(raw, DecodeMode::Lenient)
         .map_err(|e| Rejection::unprocessable(format!("invalid RunAgentInput: {e}")))?
@@ -146,6 +184,9 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejectio
 
     if uuid::Uuid::parse_str(&input.thread_id).is_err() {
         return Err(Rejection::unprocessable("threadId must be a valid UUID"));
+    }
+    if input.run_id.is_empty() {
+        return Err(Rejection::unprocessable("runId must not be empty"));
     }
     if input.run_id.chars().count() > MAX_RUN_ID_CHARS {
         return Err(Rejection::unprocessable("runId exceeds length limit"));
@@ -229,6 +270,94 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejectio
         client_time,
         attachment_urls,
     })
+}
+
+/// Message roles AG-UI defines.
+const ROLES: [&str; 7] = [
+    "user",
+    "assistant",
+    "system",
+    "developer",
+    "tool",
+    "reasoning",
+    "activity",
+];
+/// Content part types a user message may hold (seed 004's `text` and
+/// `binary`, and AG-UI 1.x media parts).
+const PART_TYPES: [&str; 6] = ["text", "binary", "image", "audio", "video", "document"];
+
+/// What the lenient decoder would silently drop is refused here instead,
+/// naming the field: a message of an unknown role, a content part of an
+/// unknown type, a tool whose `parameters` is not a JSON Schema object. A
+/// run must never proceed on less than the client sent.
+fn strict_shape(object: &Map<String, Value>) -> Result<(), Rejection> {
+    let invalid = |why: String| Rejection::unprocessable(format!("invalid RunAgentInput: {why}"));
+    if let Some(Value::Array(messages)) = object.get("messages") {
+        for (i, message) in messages.iter().enumerate() {
+            let Some(message) = message.as_object() else {
+                return Err(invalid(format!("messages[{i}] must be an object")));
+            };
+            match message.get("role") {
+                Some(Value::String(role)) if ROLES.contains(&role.as_str()) => {}
+                Some(role) => {
+                    return Err(invalid(format!("messages[{i}].role: unknown role {role}")));
+                }
+                None => return Err(invalid(format!("messages[{i}].role is required"))),
+            }
+            let Some(Value::Array(parts)) = message.get("content") else {
+                continue;
+            };
+            for (j, part) in parts.iter().enumerate() {
+                match part.get("type") {
+                    Some(Value::String(kind)) if PART_TYPES.contains(&kind.as_str()) => {}
+                    Some(kind) => {
+                        return Err(invalid(format!(
+                            "messages[{i}].content[{j}].type: unknown content part type {kind}"
+                        )));
+                    }
+                    None => {
+                        return Err(invalid(format!(
+                            "messages[{i}].content[{j}].type is required"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(tools)) = object.get("tools") {
+        for (i, tool) in tools.iter().enumerate() {
+            let Some(tool) = tool.as_object() else {
+                return Err(invalid(format!("tools[{i}] must be an object")));
+            };
+            if tool
+                .get("name")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                return Err(invalid(format!(
+                    "tools[{i}].name must be a non-empty string"
+                )));
+            }
+            match tool.get("parameters") {
+                Some(schema @ Value::Object(_)) => {
+                    if let Err(error) = jsonschema::meta::validate(schema) {
+                        return Err(invalid(format!(
+                            "tools[{i}].parameters is not a valid JSON Schema: {error}"
+                        )));
+                    }
+                }
+                Some(_) => {
+                    return Err(invalid(format!(
+                        "tools[{i}].parameters must be a JSON Schema object"
+                    )));
+                }
+                None => {
+                    return Err(invalid(format!("tools[{i}].parameters is required")));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Characters of text in a user message (Unicode scalar values).
@@ -355,26 +484,13 @@ fn forwarded_props(value: Option<&Value>) -> Option<(RuntimeMode, Option<&Map<St
     {
         return None;
     }
-    let mode = match props.get("runtime_mode")?.as_str()? {
-        "chat" => RuntimeMode::Chat,
-        "automation" => RuntimeMode::Automation,
-        _ => return None,
-    };
+    let mode = RuntimeMode::parse(props.get("runtime_mode")?.as_str()?)?;
     let client_time = match props.get("client_time") {
         None => None,
         Some(Value::Object(map)) => Some(map),
         Some(_) => return None,
     };
     Some((mode, client_time))
-}
-
-/// The run mode and device time an accepted request carried (read again
-/// from its stored `forwardedProps`; anything unreadable is absent).
-pub fn run_context(props: Option<&Value>) -> (Option<RuntimeMode>, Option<ClientTime>) {
-    match forwarded_props(props) {
-        Some((mode, time)) => (Some(mode), time.and_then(|t| check_client_time(t).ok())),
-        None => (None, None),
-    }
 }
 
 fn check_client_time(time: &Map<String, Value>) -> Result<ClientTime, Rejection> {

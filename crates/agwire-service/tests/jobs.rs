@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use agwire_service::auth::Auth;
-use agwire_service::store::Store;
+use agwire_service::store::{JobStore, SqliteStore, ThreadStore};
 use agwire_service::{BuiltinAgent, Config, Service};
 use common::{start, wait_status};
 use jiff::{SignedDuration, Timestamp};
@@ -47,7 +47,7 @@ async fn jobs_are_created_checked_updated_and_deleted() {
         (
             "schedule",
             json!({"cron": "61 * * * *"}),
-            "invalid schedule: cron minute '61': values must be within 0-59",
+            "invalid schedule: cron '61 * * * *': Component error: Number out of bounds.",
         ),
         (
             "schedule",
@@ -160,9 +160,13 @@ async fn each_tick_fires_once_across_restarts_and_replicas() {
     );
 
     // A restart (a new service on the same database) does not fire it again.
-    let store = Store::open(&server.dir.join("agwire.db")).await.unwrap();
+    let store = Arc::new(
+        SqliteStore::open(&server.dir.join("agwire.db"))
+            .await
+            .unwrap(),
+    );
     let restarted = Service::new(store, Arc::new(BuiltinAgent::default()));
-    restarted.recover().await.unwrap();
+    restarted.start().await.unwrap();
     assert_eq!(
         restarted.run_due_jobs(first).await.unwrap(),
         Vec::<String>::new()
@@ -213,4 +217,158 @@ async fn each_tick_fires_once_across_restarts_and_replicas() {
         .filter(|m| m["role"] == "user")
         .count();
     assert_eq!(users, 3);
+}
+
+/// A job's thread is its owner's from the moment the job exists: another
+/// user who learns its id cannot post to it (in any runtime mode), so the
+/// job's private config never reaches them and its ticks keep firing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_else_can_take_a_jobs_thread() {
+    use agwire_service::auth::sign_jwt;
+    let secret = b"jobs-test-secret-0123";
+    let server = start(
+        &Config::default(),
+        BuiltinAgent::default(),
+        Auth::jwt(secret.to_vec()),
+    )
+    .await;
+    let addr = server.addr;
+    let far = Timestamp::now().as_second() + 3600;
+    let alice = format!("Bearer {}", sign_jwt(secret, "alice", far));
+    let bob = format!("Bearer {}", sign_jwt(secret, "bob", far));
+    let client = reqwest::Client::new();
+    let (status, job) = {
+        let response = client
+            .post(format!("http://{addr}/api/v1/automation/jobs"))
+            .header("authorization", &alice)
+            .json(&json!({
+                "name": "secret brief", "schedule": {"every_seconds": 3600}, "timezone": "UTC",
+                "prompt": "summarise", "config": {"context": [{"description": "alice's private note", "value": "the launch is on Friday"}]}
+            }))
+            .send()
+            .await
+            .unwrap();
+        (
+            response.status().as_u16(),
+            response.json::<Value>().await.unwrap(),
+        )
+    };
+    assert_eq!(status, 201, "{job}");
+    let thread = job["threadId"].as_str().unwrap().to_owned();
+    let id = job["id"].as_str().unwrap().to_owned();
+
+    // Before the first tick, Bob posts to the job's thread: it is not his.
+    for mode in ["automation", "chat"] {
+        let mut take = common::body(&thread, &format!("bob-{mode}"), "what is my context?");
+        take["forwardedProps"]["runtime_mode"] = json!(mode);
+        let response = client
+            .post(format!("http://{addr}/api/v1/agent/runs"))
+            .header("authorization", &bob)
+            .json(&take)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 404, "{mode}");
+        assert_eq!(
+            response.json::<Value>().await.unwrap(),
+            json!({"detail": "thread not found"})
+        );
+    }
+    let agui = client
+        .post(format!("http://{addr}/api/v1/agui"))
+        .header("authorization", &bob)
+        .json(&json!({"threadId": thread, "runId": "bob-agui", "messages": [{"id": "m", "role": "user", "content": "hi"}], "state": {}, "tools": [], "context": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(agui.status().as_u16(), 404);
+
+    // Alice's job still fires on its tick, on its thread, and lists only
+    // its own runs.
+    let due: Timestamp = job["nextRunAt"].as_str().unwrap().parse().unwrap();
+    let fired = server.service.run_due_jobs(due).await.unwrap();
+    assert_eq!(fired, [format!("job-{id}-{}", due.as_millisecond())]);
+    let runs: Value = client
+        .get(format!("http://{addr}/api/v1/automation/jobs/{id}/runs"))
+        .header("authorization", &alice)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let runs = runs["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["runId"], json!(fired[0]));
+    let moved: Value = client
+        .get(format!("http://{addr}/api/v1/automation/jobs/{id}"))
+        .header("authorization", &alice)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_ne!(moved["nextRunAt"], job["nextRunAt"], "the job moved on");
+}
+
+/// A database written before job threads were created with their job: a
+/// job whose thread does not exist gets it (its owner's); a job whose thread
+/// another user already took moves to a fresh thread of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn older_databases_give_every_job_a_thread_of_its_owner() {
+    let dir = common::data_dir("jobs-migrate");
+    let path = dir.join("agwire.db");
+    drop(SqliteStore::open(&path).await.unwrap());
+    // Back to the schema before the fix, with the two kinds of jobs it allowed.
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    let job = |id: &str, thread: &str| {
+        format!(
+            "INSERT INTO automation_jobs (id, user_id, name, schedule, timezone, prompt, config, enabled, thread_id, next_run_at, created_at, updated_at) \
+             VALUES ('{id}', 'alice', 'n', '{{\"every_seconds\":3600}}', 'UTC', 'p', '{{}}', 1, '{thread}', 1, 1, 1)"
+        )
+    };
+    for sql in [
+        "PRAGMA user_version = 7".to_owned(),
+        // (Undo what later migrations added.)
+        "ALTER TABLE runs DROP COLUMN runtime_mode".to_owned(),
+        "ALTER TABLE runs DROP COLUMN client_time".to_owned(),
+        job("fresh", "thread-fresh"),
+        job("taken", "thread-taken"),
+        "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('thread-taken', 'bob', 1, 1)".to_owned(),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+    let store = SqliteStore::open(&path).await.unwrap();
+    let fresh = store.job("alice", "fresh").await.unwrap().unwrap();
+    assert_eq!(fresh.thread_id, "thread-fresh");
+    assert_eq!(
+        store.thread_owner("thread-fresh").await.unwrap().as_deref(),
+        Some("alice")
+    );
+    let taken = store.job("alice", "taken").await.unwrap().unwrap();
+    assert_ne!(taken.thread_id, "thread-taken");
+    assert!(
+        uuid::Uuid::parse_str(&taken.thread_id).is_ok(),
+        "{}",
+        taken.thread_id
+    );
+    assert_eq!(
+        store
+            .thread_owner(&taken.thread_id)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("alice")
+    );
+    assert_eq!(
+        store.thread_owner("thread-taken").await.unwrap().as_deref(),
+        Some("bob")
+    );
 }

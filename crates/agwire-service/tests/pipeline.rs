@@ -13,7 +13,7 @@ use std::sync::Arc;
 use agwire_client::core::pipeline::Pipeline;
 use agwire_client::core::{Event, RunAgentInput, RunFinishedOutcome};
 use agwire_llm::{ChatEvent, ChatMessage, ChatModel, ScriptedModel, ScriptedReply};
-use agwire_service::pipeline::LlmBrain;
+use agwire_service::brain::llm::LlmBrain;
 use common::{body, events, get_json, post, start_brain};
 use serde_json::{Value, json};
 
@@ -202,7 +202,7 @@ async fn a_calendar_write_without_its_zone_is_refused_then_corrected_and_shown()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frontend_tool_is_handed_back_and_the_next_seed_request_answers_it() {
-    let model = agwire_service::demo::model(std::time::Duration::ZERO);
+    let model = agwire_service::brain::demo::model(std::time::Duration::ZERO).recording();
     let server = start_brain(brain(&model)).await;
     let thread = uuid::Uuid::new_v4().to_string();
     let tool = json!({"name": "confirm_booking", "description": "Ask the user to confirm", "parameters": {"type": "object"}});
@@ -265,7 +265,7 @@ async fn a_frontend_tool_is_handed_back_and_the_next_seed_request_answers_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_http_agent_completes_a_frontend_tool_round_trip() {
-    let model = agwire_service::demo::model(std::time::Duration::ZERO);
+    let model = agwire_service::brain::demo::model(std::time::Duration::ZERO).recording();
     let server = start_brain(brain(&model)).await;
     let tools = json!([{"name": "confirm_booking", "description": "Ask the user to confirm", "parameters": {"type": "object", "properties": {}}}]);
     let spec = json!({

@@ -457,3 +457,74 @@ async fn openapi_describes_exactly_the_routes_the_router_answers() {
         }
     }
 }
+
+/// Clients that go away in the middle of `POST /api/v1/agent/runs` — before
+/// the body is read, while the run is being written, right after — never
+/// strand a run: every run the service committed executes to its end, its
+/// stream ends with its terminal event, and its thread takes the next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_drops_its_post_never_strands_a_committed_run() {
+    use rand::Rng;
+    use tokio::io::AsyncWriteExt;
+    let server = start(&Config::default(), BuiltinAgent::default(), Auth::none()).await;
+    let addr = server.addr;
+    let mut posted = Vec::new();
+    let mut rng = rand::rng();
+    for round in 0..30 {
+        let mut drops = Vec::new();
+        for i in 0..10 {
+            let thread = uuid::Uuid::new_v4().to_string();
+            let run = format!("drop-{round}-{i}");
+            let payload = body(&thread, &run, "hello").to_string();
+            let request = format!(
+                "POST /api/v1/agent/runs HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{payload}",
+                payload.len()
+            );
+            // Half the time the body is cut short, else the client leaves
+            // some microseconds after sending it all.
+            let cut = rng
+                .random_bool(0.2)
+                .then(|| rng.random_range(1..payload.len()));
+            let linger = Duration::from_micros(rng.random_range(0..3_000));
+            drops.push(tokio::spawn(async move {
+                let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+                let bytes = request.as_bytes();
+                let end = cut.map_or(bytes.len(), |c| bytes.len() - payload.len() + c);
+                tcp.write_all(&bytes[..end]).await.unwrap();
+                tokio::time::sleep(linger).await;
+                drop(tcp);
+            }));
+            posted.push((thread, run));
+        }
+        for drop in drops {
+            drop.await.unwrap();
+        }
+    }
+    let client = reqwest::Client::new();
+    let mut committed = 0;
+    for (thread, run) in &posted {
+        let answer = client
+            .get(format!("http://{addr}/api/v1/agent/runs/{run}"))
+            .send()
+            .await
+            .unwrap();
+        if answer.status().as_u16() == 404 {
+            continue; // never committed: nothing to finish
+        }
+        committed += 1;
+        let log = events(addr, run, None).await;
+        assert_valid_run(&log, thread, run);
+        assert!(
+            matches!(log.last(), Some((_, Event::RunFinished(_)))),
+            "{run}: {log:?}"
+        );
+        assert_eq!(status(addr, run).await["status"], "succeeded", "{run}");
+        let next = post(addr, &body(thread, &format!("{run}-next"), "again"), None).await;
+        assert_eq!(next.status().as_u16(), 202, "{run}: the thread is free");
+    }
+    assert!(committed > 0, "no POST was committed at all");
+    eprintln!(
+        "{committed} of {} dropped POSTs were committed",
+        posted.len()
+    );
+}

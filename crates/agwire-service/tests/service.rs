@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agwire_client::core::pipeline::Pipeline;
 use agwire_client::core::{Event, RunAgentInput};
 use agwire_codec::sse::SseEventDecoder;
-use agwire_service::store::{Admission, Store};
+use agwire_service::store::{Admission, NewRun, RunStatus, RunStore, SqliteStore};
 use agwire_service::{BuiltinAgent, Service};
 use common::{body, events, post, reqwest_like, serve, sse_with_ids};
 use serde_json::{Value, json};
@@ -175,83 +175,161 @@ async fn the_post_streams_directly_when_asked_and_the_official_client_reads_it()
     assert_eq!(messages.last().unwrap()["content"], "You said: hi there");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_fails_interrupted_runs_and_starts_queued_ones() {
-    use agwire_client::core::{BaseEvent, RunStartedEvent};
-    use agwire_service::validate::{Rules, validate_run};
-    let dir = std::env::temp_dir().join(format!("agwire-restart-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("agwire.db");
-    let (t1, t2) = (
-        uuid::Uuid::new_v4().to_string(),
-        uuid::Uuid::new_v4().to_string(),
+/// A stored log is a valid AG-UI run: numbered 1..n, `RUN_STARTED` first,
+/// exactly one terminal event and it is last, and the official rules accept
+/// it.
+fn assert_valid_log(log: &[(u64, Event)], thread: &str, run: &str) {
+    let ids: Vec<u64> = log.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, (1..=log.len() as u64).collect::<Vec<_>>(), "{run}");
+    assert_eq!(
+        log.first().map(|(_, e)| e.type_name()),
+        Some("RUN_STARTED"),
+        "{run}: {log:?}"
     );
+    let terminal = |e: &Event| matches!(e, Event::RunFinished(_) | Event::RunError(_));
+    assert_eq!(log.iter().filter(|(_, e)| terminal(e)).count(), 1, "{run}");
+    assert!(log.last().is_some_and(|(_, e)| terminal(e)), "{run}");
+    let input: RunAgentInput = serde_json::from_value(body(thread, run, "x")).unwrap();
+    let mut pipeline = Pipeline::for_input(&input);
+    for (_, event) in log {
+        pipeline
+            .push(event.clone())
+            .unwrap_or_else(|e| panic!("{run}: {e}"));
+    }
+}
+
+/// A crash can leave a run at every stage: accepted (queued), claimed before
+/// its first event was written, mid-stream (a text message open), or ended.
+/// After the restart every log is a valid run, interrupted ones end with
+/// `RUN_ERROR server_restart` after what they had said, queued ones execute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
+    use agwire_client::core::{
+        BaseEvent, RunFinishedEvent, TextMessageContentEvent, TextMessageStartEvent,
+    };
+    use agwire_service::store::Ending;
+    use agwire_service::validate::{Rules, validate_run};
+    let dir = common::data_dir("restart");
+    let db = dir.join("agwire.db");
+    let thread = |_: &str| uuid::Uuid::new_v4().to_string();
+    let threads: Vec<(String, &str)> = ["accepted", "claimed", "streaming", "ended"]
+        .into_iter()
+        .map(|stage| (thread(stage), stage))
+        .collect();
+    let mut said_before = Vec::new();
     {
-        // The state a crash leaves: one run mid-flight, one still queued.
-        let store = Store::open(&db).await.unwrap();
+        let store = SqliteStore::open(&db).await.unwrap();
         let valid = |b: Value| {
             validate_run(b.to_string().as_bytes(), &Rules::default())
                 .unwrap()
                 .input
         };
-        let mid = store
-            .accept_run(
-                "local",
-                &valid(body(&t1, "mid", "hi")),
-                "a",
-                Admission::default(),
-                1,
-            )
-            .await
-            .unwrap();
-        store.set_status(&mid.task_id, "running", 2).await.unwrap();
-        let started = Event::RunStarted(RunStartedEvent {
-            thread_id: t1.clone(),
-            run_id: "mid".into(),
-            parent_run_id: None,
-            protocol_version: None,
-            input: None,
-            base: BaseEvent::default(),
-        });
-        store.append_event(&mid.task_id, &started).await.unwrap();
-        store
-            .accept_run(
-                "local",
-                &valid(body(&t2, "waiting", "hello")),
-                "b",
-                Admission::default(),
-                3,
-            )
-            .await
-            .unwrap();
+        let nothing = |_: &str| {};
+        for (thread, stage) in threads.iter().skip(1) {
+            let input = valid(body(thread, stage, "hi"));
+            let accepted = store.accept_run(new_run(&input, stage, 1)).await.unwrap();
+            let claimed = store
+                .claim_runnable(10, 2, &nothing, &nothing)
+                .await
+                .unwrap();
+            assert_eq!(claimed.len(), 1);
+            let started = agwire_service::store::run_started(thread, stage);
+            match *stage {
+                "streaming" => {
+                    let events = [
+                        started,
+                        Event::TextMessageStart(TextMessageStartEvent {
+                            message_id: "m".into(),
+                            role: Default::default(),
+                            name: None,
+                            subagent_run_id: None,
+                            base: BaseEvent::default(),
+                        }),
+                        Event::TextMessageContent(TextMessageContentEvent {
+                            message_id: "m".into(),
+                            delta: "half an ans".into(),
+                            subagent_run_id: None,
+                            base: BaseEvent::default(),
+                        }),
+                    ];
+                    store
+                        .append_events(&accepted.task_id, &events)
+                        .await
+                        .unwrap();
+                    said_before = events.to_vec();
+                }
+                "ended" => {
+                    store
+                        .append_events(&accepted.task_id, &[started])
+                        .await
+                        .unwrap();
+                    let finished = Event::RunFinished(RunFinishedEvent {
+                        thread_id: thread.clone(),
+                        run_id: (*stage).into(),
+                        result: None,
+                        outcome: None,
+                        usage: None,
+                        base: BaseEvent::default(),
+                    });
+                    let ending = Ending {
+                        status: RunStatus::Succeeded,
+                        error: None,
+                        usage: None,
+                        terminal: &finished,
+                        output: &[],
+                        ui_schema: None,
+                    };
+                    store.end_run(&accepted.task_id, &ending, 3).await.unwrap();
+                }
+                // "claimed": nothing written yet.
+                _ => {}
+            }
+        }
+        // Accepted last, so the claims above did not take it.
+        let (thread, stage) = &threads[0];
+        let input = valid(body(thread, stage, "hello"));
+        store.accept_run(new_run(&input, stage, 4)).await.unwrap();
     }
-    let store = Store::open(&db).await.unwrap();
+    let store = Arc::new(SqliteStore::open(&db).await.unwrap());
     let service = Service::new(store, Arc::new(BuiltinAgent::default()));
-    service.recover().await.unwrap();
+    service.start().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = service.router();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move {
+        let http = agwire_service::config::HttpConfig::default();
+        agwire_service::server::serve(listener, app, &http, std::future::pending())
+            .await
+            .unwrap();
+    });
 
-    let mid = events(addr, "mid", None).await;
-    let Some((_, Event::RunError(error))) = mid.last() else {
-        panic!("{mid:?}")
-    };
-    assert_eq!(error.code.as_deref(), Some("server_restart"));
-    let status: Value = reqwest::get(format!("http://{addr}/api/v1/agent/runs/mid"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(status["status"], "failed");
-    assert_eq!(status["error"]["code"], "server_restart");
-
-    let waiting = events(addr, "waiting", None).await;
-    assert_eq!(
-        waiting.last().map(|(_, e)| e.type_name()),
-        Some("RUN_FINISHED")
-    );
+    for (thread, stage) in &threads {
+        let log = events(addr, stage, None).await;
+        assert_valid_log(&log, thread, stage);
+        let status = common::status(addr, stage).await;
+        let last = &log.last().unwrap().1;
+        match *stage {
+            "accepted" | "ended" => {
+                assert_eq!(status["status"], "succeeded", "{stage}");
+                assert_eq!(last.type_name(), "RUN_FINISHED", "{stage}");
+            }
+            _ => {
+                assert_eq!(status["status"], "failed", "{stage}");
+                assert_eq!(status["error"]["code"], "server_restart", "{stage}");
+                let Event::RunError(error) = last else {
+                    panic!("{stage}: {log:?}")
+                };
+                assert_eq!(error.code.as_deref(), Some("server_restart"));
+            }
+        }
+        if *stage == "claimed" {
+            assert_eq!(log.len(), 2, "RUN_STARTED, then the error: {log:?}");
+        }
+        if *stage == "streaming" {
+            let kept: Vec<Event> = log[..3].iter().map(|(_, e)| e.clone()).collect();
+            assert_eq!(kept, said_before, "what was streamed stays as it was");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -519,15 +597,21 @@ async fn with_auth_every_endpoint_is_per_user() {
     use agwire_service::auth::{Auth, sign_jwt};
     let dir = std::env::temp_dir().join(format!("agwire-auth-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    let store = Store::open(&dir.join("agwire.db")).await.unwrap();
+    let store = Arc::new(SqliteStore::open(&dir.join("agwire.db")).await.unwrap());
     let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
     let service = Service::new(store, Arc::new(BuiltinAgent::default()))
         .with_attachments(attachments)
         .with_auth(Auth::jwt(b"test-secret".to_vec()));
+    service.start().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = service.router();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move {
+        let http = agwire_service::config::HttpConfig::default();
+        agwire_service::server::serve(listener, app, &http, std::future::pending())
+            .await
+            .unwrap();
+    });
 
     let far = jiff::Timestamp::now().as_second() + 3600;
     let alice = format!("Bearer {}", sign_jwt(b"test-secret", "alice", far));
@@ -675,4 +759,17 @@ async fn with_auth_every_endpoint_is_per_user() {
             .as_u16(),
         200
     );
+}
+
+/// A run of the local user, admitted by default rules.
+fn new_run<'a>(input: &'a agwire_core::RunAgentInput, hash: &'a str, now_ms: i64) -> NewRun<'a> {
+    NewRun {
+        user: "local",
+        input,
+        request_hash: hash,
+        mode: None,
+        client_time: None,
+        admission: Admission::default(),
+        now_ms,
+    }
 }

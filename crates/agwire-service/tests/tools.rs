@@ -3,15 +3,15 @@
 //! the named zone, per-user calendars.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use agwire_service::brain::tools::{BackendTools, NAMES, ToolEnv};
 use agwire_service::clock::RunClock;
-use agwire_service::store::Store;
-use agwire_service::tools::{BackendTools, NAMES, ToolEnv};
+use agwire_service::store::SqliteStore;
 use serde_json::{Value, json};
 
-async fn store() -> Store {
+async fn store() -> SqliteStore {
     let dir = std::env::temp_dir().join(format!("agwire-tools-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    Store::open(&dir.join("agwire.db")).await.unwrap()
+    SqliteStore::open(&dir.join("agwire.db")).await.unwrap()
 }
 
 fn clock() -> RunClock {
@@ -27,7 +27,7 @@ fn clock() -> RunClock {
 
 async fn call(
     tools: &BackendTools,
-    store: &Store,
+    store: &SqliteStore,
     user: &str,
     name: &str,
     args: Value,

@@ -6,15 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agwire_llm::{ChatModel, OpenAiCompatible, OpenAiConfig};
-use agwire_service::agents::RuntimeConfig;
 use agwire_service::attachments::Attachments;
 use agwire_service::auth::Auth;
+use agwire_service::brain::Brain;
+use agwire_service::brain::agents::RuntimeConfig;
+use agwire_service::brain::llm::LlmBrain;
 use agwire_service::config::{BusyThread, Config};
-use agwire_service::pipeline::LlmBrain;
-use agwire_service::runtime::Brain;
-use agwire_service::store::Store;
+use agwire_service::store::SqliteStore;
 use agwire_service::{BuiltinAgent, Service};
-use axum::serve::ListenerExt;
 
 /// Arguments of `agwire serve`. Each overrides the same setting of the
 /// configuration file.
@@ -134,9 +133,11 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     std::fs::create_dir_all(data_dir)
         .map_err(|e| format!("data dir {}: {e}", data_dir.display()))?;
     let db = data_dir.join("agwire.db");
-    let store = Store::open(&db)
-        .await
-        .map_err(|e| format!("{}: {e}", db.display()))?;
+    let store = Arc::new(
+        SqliteStore::open(&db)
+            .await
+            .map_err(|e| format!("{}: {e}", db.display()))?,
+    );
     let mut attachments = Attachments::open(data_dir)
         .map_err(|e| format!("attachments in {}: {e}", data_dir.display()))?;
     attachments.max_bytes = config.attachments.max_bytes;
@@ -165,7 +166,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         .with_config(&config)
         .with_attachments(attachments)
         .with_auth(auth);
-    service.recover().await.map_err(|e| e.to_string())?;
+    service.start().await.map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|e| format!("{}: {e}", config.addr))?;
@@ -175,41 +176,23 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         use std::io::Write;
         let _ = writeln!(std::io::stdout().lock(), "listening http://{addr}");
     }
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let app = service.router();
+    // The API, and the web app at / (agwire-web).
+    let app = service.router().merge(agwire_web::router());
     let scheduler = service.clone();
     tokio::spawn(async move { scheduler.schedule_jobs(Duration::from_secs(1)).await });
     let draining = service.clone();
     let grace = Duration::from_secs(config.grace_seconds);
-    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let shutdown = async move {
         shutdown_signal().await;
         tracing::info!(
             ?grace,
             "shutting down: no new runs; running ones get the grace period"
         );
         draining.drain(grace).await;
-        let _ = stopped_tx.send(());
-    });
-    let server = std::pin::pin!(server.into_future());
-    // Connections that stay open after the drain (a client that never reads)
-    // do not hold the process: a short last wait, then exit.
-    let linger = async {
-        if stopped_rx.await.is_ok() {
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        } else {
-            std::future::pending::<()>().await;
-        }
     };
-    tokio::select! {
-        result = server => result.map_err(|e| e.to_string()),
-        () = linger => {
-            tracing::warn!("connections still open after the drain; exiting");
-            Ok(())
-        }
-    }
+    agwire_service::server::serve(listener, app, &config.http, shutdown)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The LLM pipeline on the configured provider, or on the scripted model.
@@ -219,7 +202,7 @@ fn brain(config: &Config) -> Result<Arc<dyn Brain>, String> {
         tracing::warn!(
             "no LLM provider configured (llm.base_url / AGWIRE_LLM_BASE_URL): runs use the deterministic scripted model"
         );
-        let model: Arc<dyn ChatModel> = Arc::new(agwire_service::demo::model(delay));
+        let model: Arc<dyn ChatModel> = Arc::new(agwire_service::brain::demo::model(delay));
         return Ok(Arc::new(LlmBrain::new(model.clone(), model)));
     };
     let provider = |model: &str| -> Result<Arc<dyn ChatModel>, String> {

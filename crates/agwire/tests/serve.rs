@@ -118,6 +118,17 @@ async fn checked_log(client: &reqwest::Client, base: &str, thread: &str, run: &s
         .filter(|e| matches!(e, Event::RunFinished(_) | Event::RunError(_)))
         .count();
     assert_eq!(terminals, 1, "{run}: {events:?}");
+    assert!(
+        matches!(events.first(), Some(Event::RunStarted(_))),
+        "{run}: a log starts with RUN_STARTED: {events:?}"
+    );
+    assert!(
+        matches!(
+            events.last(),
+            Some(Event::RunFinished(_) | Event::RunError(_))
+        ),
+        "{run}: a log ends with its terminal event: {events:?}"
+    );
     let input: RunAgentInput = serde_json::from_value(body(thread, run, "x")).unwrap();
     let mut pipeline = Pipeline::for_input(&input);
     for event in &events {
@@ -160,6 +171,74 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
 
 const WORDS: &str = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty";
 
+/// The stage each run is at in the database a killed process left, read
+/// straight from the file: `accepted` (queued), `claimed` (running, nothing
+/// logged yet), `streaming` (running, events logged) or `ended`.
+async fn stages(dir: &Path) -> std::collections::BTreeMap<String, &'static str> {
+    let url = format!("sqlite://{}", dir.join("agwire.db").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let rows: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT r.run_id, r.status, (SELECT COUNT(*) FROM run_events e WHERE e.task_id = r.task_id) FROM runs r",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    rows.into_iter()
+        .map(|(run, status, logged)| {
+            let stage = match (status.as_str(), logged) {
+                ("queued", _) => "accepted",
+                ("running", 0) => "claimed",
+                ("running", _) => "streaming",
+                _ => "ended",
+            };
+            (run, stage)
+        })
+        .collect()
+}
+
+/// Follows a run's stream in the background; what it received so far.
+fn follow(
+    client: &reqwest::Client,
+    base: &str,
+    run: &str,
+) -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    use futures_util::StreamExt;
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = received.clone();
+    let request = client.get(format!("{base}/api/v1/agent/runs/{run}/events"));
+    tokio::spawn(async move {
+        let Ok(response) = request.send().await else {
+            return;
+        };
+        let mut body = response.bytes_stream();
+        while let Some(Ok(chunk)) = body.next().await {
+            into.lock().unwrap().extend_from_slice(&chunk);
+        }
+    });
+    received
+}
+
+/// Waits until a followed stream has received `n` events (or fails after
+/// ~30 s).
+async fn wait_for_frames(received: &std::sync::Mutex<Vec<u8>>, n: usize) {
+    for _ in 0..3000 {
+        if frames(&received.lock().unwrap()).len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the stream never got {n} events");
+}
+
+fn frames(bytes: &[u8]) -> Vec<Event> {
+    let mut events = Vec::new();
+    let mut decoder = agwire_codec::sse::SseEventDecoder::new();
+    // A stream cut by the kill may end mid-frame: the whole frames count.
+    let _ = decoder.push(bytes, &mut events);
+    events
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_with_50_runs_in_flight_loses_nothing() {
     let dir = data_dir("kill9");
@@ -184,20 +263,35 @@ async fn sigkill_with_50_runs_in_flight_loses_nothing() {
             202
         );
     }
-    // Let them get going, then pull the plug mid-stream.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut in_flight = 0;
-    for (_, run, _) in &runs {
-        let status = get(&client, &server.base, &format!("/api/v1/agent/runs/{run}")).await;
-        if ["queued", "running"].contains(&status["status"].as_str().unwrap()) {
-            in_flight += 1;
-        }
+    // Clients follow ten of the running runs; the plug is pulled once each
+    // of them has received a few events (mid-stream), not after a guess.
+    let watched: Vec<(String, _)> = (30..40)
+        .map(|i| {
+            let run = format!("r{i}");
+            let received = follow(&client, &server.base, &run);
+            (run, received)
+        })
+        .collect();
+    for (_, received) in &watched {
+        wait_for_frames(received, 4).await;
     }
-    assert_eq!(in_flight, 50, "every run was still in flight at the kill");
     let mut server = server;
     server.child.kill().unwrap(); // SIGKILL
     server.child.wait().unwrap();
     drop(server);
+    let streamed: Vec<(String, Vec<Event>)> = watched
+        .iter()
+        .map(|(run, r)| (run.clone(), frames(&r.lock().unwrap())))
+        .collect();
+    for (run, events) in &streamed {
+        assert!(events.len() >= 4, "{run} was not mid-stream at the kill");
+    }
+    let at_kill = stages(&dir).await;
+    assert_eq!(at_kill.len(), 50);
+    assert!(
+        at_kill.values().all(|s| *s != "ended"),
+        "every run was still in flight at the kill: {at_kill:?}"
+    );
 
     let server = serve(&dir, &["--busy-thread", "enqueue"], &[]);
     let base = &server.base;
@@ -226,6 +320,12 @@ async fn sigkill_with_50_runs_in_flight_loses_nothing() {
     }
     assert!(failed > 0, "the kill interrupted no run");
     assert_eq!(failed + answered.len(), 50);
+    // What the clients saw before the kill is what the log still says.
+    for (run, seen) in &streamed {
+        let thread = &runs.iter().find(|(_, r, _)| r == run).unwrap().0;
+        let log = checked_log(&client, base, thread, run).await;
+        assert_eq!(&log[..seen.len()], &seen[..], "{run}");
+    }
     // Every user message is in its thread exactly once, in turn order; each
     // completed run answered once.
     for (i, thread) in threads.iter().enumerate() {
@@ -258,9 +358,95 @@ async fn sigkill_with_50_runs_in_flight_loses_nothing() {
         }
         assert_eq!(said, expected, "thread {i}");
     }
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for stage in at_kill.values() {
+        *counts.entry(stage).or_default() += 1;
+    }
     eprintln!(
-        "kill -9: {failed} runs interrupted (failed, server_restart), {} completed after the restart",
+        "kill -9 mid-stream: runs at the kill {counts:?}; {failed} interrupted (failed, server_restart), {} completed after the restart",
         answered.len()
+    );
+}
+
+/// Killed while runs are being accepted, claimed and started: whatever
+/// stage each run was at, after the restart every log is a valid run —
+/// `RUN_STARTED` first, exactly one terminal event, last — and every
+/// accepted run is terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_while_runs_start_leaves_only_valid_logs() {
+    let client = reqwest::Client::new();
+    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+    let mut runs_checked = 0;
+    // A few kills at different points of the starting wave.
+    for (round, wait_for) in [0usize, 10, 30].into_iter().enumerate() {
+        let dir = data_dir("kill9-start");
+        let mut server = serve(
+            &dir,
+            &["--busy-thread", "enqueue"],
+            &[("AGWIRE_BUILTIN_TOKEN_DELAY_MS", "100")],
+        );
+        let base = server.base.clone();
+        // Posted concurrently, so acceptance, claims and first events overlap.
+        let runs: Vec<(String, String)> = (0..60)
+            .map(|i| {
+                // Half the threads take two runs (the second waits).
+                let thread = format!("00000000-0000-4000-a000-{:012x}", round * 100 + i % 30);
+                (thread, format!("s{round}-{i}"))
+            })
+            .collect();
+        let mut posts = Vec::new();
+        for (thread, run) in &runs {
+            let client = client.clone();
+            let url = format!("{base}/api/v1/agent/runs");
+            let payload = body(thread, run, "a short question");
+            posts.push(tokio::spawn(async move {
+                client
+                    .post(url)
+                    .json(&payload)
+                    .send()
+                    .await
+                    .map(|r| r.status().as_u16())
+            }));
+        }
+        let mut accepted = 0;
+        for post in posts {
+            if matches!(post.await.unwrap(), Ok(202)) {
+                accepted += 1;
+            }
+            if accepted == wait_for.max(1) {
+                // Pull the plug while the rest are still arriving.
+                break;
+            }
+        }
+        server.child.kill().unwrap();
+        server.child.wait().unwrap();
+        drop(server);
+        let at_kill = stages(&dir).await;
+        for stage in at_kill.values() {
+            *seen.entry(stage).or_default() += 1;
+        }
+        let server = serve(&dir, &["--busy-thread", "enqueue"], &[]);
+        for run in at_kill.keys() {
+            let thread = &runs.iter().find(|(_, r)| r == run).unwrap().0;
+            let status = wait_final(&client, &server.base, run).await;
+            let log = checked_log(&client, &server.base, thread, run).await;
+            assert!(
+                matches!(log.first(), Some(Event::RunStarted(_))),
+                "{run}: the log starts with RUN_STARTED: {log:?}"
+            );
+            assert!(
+                ["succeeded", "failed"].contains(&status["status"].as_str().unwrap()),
+                "{run}: {status}"
+            );
+            runs_checked += 1;
+        }
+    }
+    eprintln!("kill -9 while starting: {runs_checked} runs checked; stages at the kills {seen:?}");
+    assert!(seen.get("accepted").is_some_and(|n| *n > 0), "{seen:?}");
+    assert!(
+        seen.get("streaming").is_some_and(|n| *n > 0)
+            || seen.get("claimed").is_some_and(|n| *n > 0),
+        "{seen:?}"
     );
 }
 
@@ -280,7 +466,9 @@ async fn sigterm_drains_gives_grace_then_cancels() {
         post(&client, &server.base, &body(&thread, "graceful", WORDS)).await,
         202
     );
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // SIGTERM once the run is executing (its stream has begun).
+    let started = follow(&client, &server.base, "graceful");
+    wait_for_frames(&started, 2).await;
     sigterm(&server.child);
     assert!(wait_exit(&mut server.child).success());
     drop(server);
@@ -303,20 +491,13 @@ async fn sigterm_drains_gives_grace_then_cancels() {
         post(&client, &server.base, &body(&thread, "cut", WORDS)).await,
         202
     );
-    let stream = client
-        .get(format!("{}/api/v1/agent/runs/cut/events", server.base))
-        .send()
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stream = follow(&client, &server.base, "cut");
+    // SIGTERM mid-stream: once a few events have arrived.
+    wait_for_frames(&stream, 3).await;
     sigterm(&server.child);
-    let streamed = stream.bytes().await.unwrap();
     assert!(wait_exit(&mut server.child).success());
     drop(server);
-    let mut frames = Vec::new();
-    agwire_codec::sse::SseEventDecoder::new()
-        .push(&streamed, &mut frames)
-        .unwrap();
+    let frames = frames(&stream.lock().unwrap());
     let Some(Event::RunFinished(end)) = frames.last() else {
         panic!("{frames:?}")
     };

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use agwire_client::core::Event;
 use agwire_service::auth::Auth;
-use agwire_service::store::Store;
+use agwire_service::store::SqliteStore;
 use agwire_service::{BuiltinAgent, Config, Service};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -30,7 +30,7 @@ pub fn data_dir(name: &str) -> PathBuf {
 /// Serves `agent` with `config` (and `auth`) on 127.0.0.1:0.
 pub async fn start(config: &Config, agent: BuiltinAgent, auth: Auth) -> Server {
     start_service(config, auth, |service| {
-        service.with_brain(Arc::new(agwire_service::runtime::Fixed::new(
+        service.with_brain(Arc::new(agwire_service::brain::Fixed::new(
             Arc::new(agent),
             "builtin",
         )))
@@ -39,7 +39,7 @@ pub async fn start(config: &Config, agent: BuiltinAgent, auth: Auth) -> Server {
 }
 
 /// Serves runs on `brain`.
-pub async fn start_brain(brain: Arc<dyn agwire_service::runtime::Brain>) -> Server {
+pub async fn start_brain(brain: Arc<dyn agwire_service::brain::Brain>) -> Server {
     start_service(&Config::default(), Auth::none(), |service| {
         service.with_brain(brain)
     })
@@ -52,17 +52,22 @@ async fn start_service(
     setup: impl FnOnce(Service) -> Service,
 ) -> Server {
     let dir = data_dir("service");
-    let store = Store::open(&dir.join("agwire.db")).await.unwrap();
+    let store = Arc::new(SqliteStore::open(&dir.join("agwire.db")).await.unwrap());
     let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
     let service = setup(Service::new(store, Arc::new(BuiltinAgent::default())))
         .with_config(config)
         .with_attachments(attachments)
         .with_auth(auth);
-    service.recover().await.unwrap();
+    service.start().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = service.router();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let http = config.http.clone();
+    tokio::spawn(async move {
+        agwire_service::server::serve(listener, app, &http, std::future::pending())
+            .await
+            .unwrap();
+    });
     Server { addr, service, dir }
 }
 

@@ -63,7 +63,8 @@ fn reply(request: &ChatRequest) -> Vec<ChatEvent> {
     }
     // A frontend tool the user names: hand it to the client.
     if let Some(tool) = request.tools.iter().find(|t| {
-        !crate::tools::NAMES.contains(&t.name.as_str()) && last_user.contains(t.name.as_str())
+        !crate::brain::tools::NAMES.contains(&t.name.as_str())
+            && last_user.contains(t.name.as_str())
     }) {
         return ScriptedReply::tool_call("fe-1", &tool.name, "{}");
     }

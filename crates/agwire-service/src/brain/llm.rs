@@ -14,9 +14,9 @@ use agwire_llm::{
 use agwire_server::{Agent, AgentError, DynAgent, RunContext};
 use serde_json::{Value, json};
 
-use crate::agents::AgentSpec;
-use crate::runtime::{Brain, RunSetup};
-use crate::tools::{BackendTools, ToolEnv};
+use crate::brain::agents::AgentSpec;
+use crate::brain::tools::{BackendTools, ToolEnv};
+use crate::brain::{Brain, RunSetup};
 
 /// Most model calls in one worker step (each tool round is one).
 pub const MAX_ROUNDS: usize = 8;
@@ -244,7 +244,7 @@ impl LlmRun {
                     continue;
                 }
                 let env = ToolEnv {
-                    store: &self.setup.store,
+                    store: &*self.setup.store,
                     user: &self.setup.user,
                     clock: &self.setup.clock,
                     now_ms: jiff::Timestamp::now().as_millisecond(),
@@ -268,7 +268,7 @@ impl LlmRun {
             }
         }
         if !hints.is_empty() {
-            let compiled = crate::ui_schema::compile(&hints, &self.setup.locale);
+            let compiled = crate::brain::ui_schema::compile(&hints, &self.setup.locale);
             for warning in &compiled.warnings {
                 tracing::warn!(%warning, "ui_hints");
             }

@@ -9,6 +9,8 @@
 //! job to its next tick with a compare-and-set on the tick it fired. A crash
 //! between the two repeats the accept, which changes nothing.
 
+pub mod schedule;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -16,10 +18,10 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
-use crate::agents::JobRuntime;
+use crate::brain::agents::JobRuntime;
 use crate::error::Error;
 use crate::http::{Service, User, detail};
-use crate::schedule::Schedule;
+use crate::jobs::schedule::Schedule;
 use crate::store::{Admission, JobRecord};
 
 /// Longest job name and prompt.
@@ -177,8 +179,9 @@ pub(crate) async fn create(
     if let Err(why) = apply(&service, &mut job, &patch, now) {
         return unprocessable(why);
     }
-    match service.store.put_job(&job).await {
-        Ok(_) => (StatusCode::CREATED, axum::Json(show(&job))).into_response(),
+    // The job's thread is created with it, owned by its user.
+    match service.store.create_job(&job).await {
+        Ok(()) => (StatusCode::CREATED, axum::Json(show(&job))).into_response(),
         Err(error) => error.into(),
     }
 }
@@ -227,7 +230,7 @@ pub(crate) async fn update(
     if let Err(why) = apply(&service, &mut job, &patch, Timestamp::now()) {
         return unprocessable(why);
     }
-    match service.store.put_job(&job).await {
+    match service.store.update_job(&job).await {
         Ok(_) => axum::Json(show(&job)).into_response(),
         Err(error) => error.into(),
     }
@@ -259,7 +262,7 @@ pub(crate) async fn runs(
             "taskId": run.task_id,
             "runId": run.run_id,
             "threadId": run.thread_id,
-            "status": run.status,
+            "status": run.status.as_str(),
             "createdAt": run.created_at,
             "startedAt": run.started_at,
             "finishedAt": run.finished_at,
@@ -303,9 +306,23 @@ impl Service {
                 enqueue: true,
                 whole_history: false,
             };
-            let accepted = match self.accept(&job.user_id, input, admission).await {
-                Ok(accepted) => accepted,
+            let request = crate::http::RunRequest {
+                user: job.user_id.clone(),
+                input,
+                mode: Some(crate::validate::RuntimeMode::Automation),
+                client_time: None,
+                admission,
+            };
+            let accepted = match self.accept(request).await {
+                Ok(accepted) => Some(accepted),
                 Err(Error::Unavailable(_)) => return Ok(started),
+                // A tick that can never be accepted (its thread is not the
+                // job owner's, the run id was used for another request) is
+                // skipped, not retried every second.
+                Err(error @ (Error::NotFound(_) | Error::Conflict(_) | Error::Busy(_))) => {
+                    tracing::warn!(job = job.id, %error, "a job's tick cannot run; skipping it");
+                    None
+                }
                 Err(error) => {
                     tracing::error!(job = job.id, %error, "could not start a job's run");
                     continue;
@@ -321,7 +338,7 @@ impl Service {
             // Whoever moves the job on, the run exists once: the accept
             // that created it is the one that started it.
             self.store.advance_job(&job.id, due, next).await?;
-            if !accepted.replayed {
+            if accepted.is_some_and(|a| !a.replayed) {
                 started.push(run_id);
             }
         }

@@ -3,12 +3,19 @@
 //! with which catalogue, after which conversation). The LLM pipeline is one
 //! brain; a fixed agent (the built-in one, a test's) is another.
 
+pub mod agents;
+pub mod builtin;
+pub mod demo;
+pub mod llm;
+pub mod tools;
+pub mod ui_schema;
+
 use std::sync::Arc;
 
 use agwire_core::Message;
 use agwire_server::DynAgent;
 
-use crate::agents::RuntimeConfig;
+use crate::brain::agents::RuntimeConfig;
 use crate::clock::RunClock;
 use crate::store::Store;
 use crate::validate::RuntimeMode;
@@ -31,7 +38,7 @@ pub struct RunSetup {
     /// automation: the job's).
     pub runtime: RuntimeConfig,
     /// The store (tools keep their data there).
-    pub store: Store,
+    pub store: std::sync::Arc<dyn Store>,
 }
 
 /// Builds the agent one run executes.

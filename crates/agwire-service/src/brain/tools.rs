@@ -31,7 +31,7 @@ const READ_LIMIT: u32 = 50;
 #[derive(Debug, Clone, Copy)]
 pub struct ToolEnv<'a> {
     /// The store (calendar).
-    pub store: &'a Store,
+    pub store: &'a dyn Store,
     /// The run's user.
     pub user: &'a str,
     /// The run's clock.

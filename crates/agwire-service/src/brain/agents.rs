@@ -8,8 +8,8 @@
 
 use serde::Deserialize;
 
+use crate::brain::tools::NAMES;
 use crate::error::Error;
-use crate::tools::NAMES;
 
 /// One agent of the catalogue.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -71,15 +71,17 @@ impl RuntimeConfig {
     /// assistant).
     pub fn builtin() -> Self {
         // Checked by a test; a broken shipped file is a build-time bug.
-        Self::parse(include_str!("../../../system_agents.example.yaml")).unwrap_or_else(|_| Self {
-            default_agent: "general".into(),
-            agents: vec![AgentSpec {
-                name: "general".into(),
-                description: "General assistant".into(),
-                instructions: String::new(),
-                enabled_tools: Vec::new(),
-                context: Vec::new(),
-            }],
+        Self::parse(include_str!("../../../../system_agents.example.yaml")).unwrap_or_else(|_| {
+            Self {
+                default_agent: "general".into(),
+                agents: vec![AgentSpec {
+                    name: "general".into(),
+                    description: "General assistant".into(),
+                    instructions: String::new(),
+                    enabled_tools: Vec::new(),
+                    context: Vec::new(),
+                }],
+            }
         })
     }
 
@@ -177,7 +179,7 @@ mod tests {
     #[test]
     fn the_shipped_catalogue_parses() {
         let shipped =
-            RuntimeConfig::parse(include_str!("../../../system_agents.example.yaml")).unwrap();
+            RuntimeConfig::parse(include_str!("../../../../system_agents.example.yaml")).unwrap();
         assert_eq!(shipped, RuntimeConfig::builtin());
         assert!(shipped.agent("general").is_some());
         let calendar = shipped.agent("calendar").unwrap();

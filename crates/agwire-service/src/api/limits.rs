@@ -1,0 +1,190 @@
+//! Request limits as router layers, each answering JSON `{"detail"}`: the
+//! header limits (431), a body limit per route (413, at once when the
+//! declared length is over it), and one layer that turns every error the
+//! framework answers by itself (unknown route, wrong method, extractor
+//! rejections, timeouts) into the same JSON shape.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, Limited};
+
+/// An error answer: `{"detail": message}`.
+pub(crate) fn detail(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(serde_json::json!({ "detail": message }))).into_response()
+}
+
+fn is_json(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// Largest framework error body read back to become a `detail`.
+const MAX_FRAMEWORK_ERROR: usize = 16 * 1024;
+
+/// Every 4xx/5xx answered without a JSON body (404 for an unknown route,
+/// 405, axum's extractor rejections, 408 from the request timeout) gets one:
+/// its text as `detail`, or the status's reason when it had none.
+pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) || is_json(&response) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = match Limited::new(body, MAX_FRAMEWORK_ERROR).collect().await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes.to_bytes()).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        text
+    };
+    let body = serde_json::json!({ "detail": message }).to_string();
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// The configured header limits (431): total bytes of names and values, and
+/// count. hyper's own buffer is larger, so these answer first.
+pub(crate) fn header_limits(
+    max_bytes: usize,
+    max_count: usize,
+) -> impl Fn(Request, Next) -> std::pin::Pin<Box<dyn Future<Output = Response> + Send>> + Clone {
+    move |request: Request, next: Next| {
+        let headers = request.headers();
+        let count = headers.len();
+        let bytes: usize = headers
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len() + 4)
+            .sum();
+        if count > max_count || bytes > max_bytes {
+            let message = format!(
+                "request headers too large: at most {max_count} headers and {max_bytes} bytes"
+            );
+            return Box::pin(async move {
+                detail(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, &message)
+            });
+        }
+        Box::pin(next.run(request))
+    }
+}
+
+/// Bodies declared over a limit by at most this much are read to their end
+/// (and dropped) after the 413 is sent, so the client finishes writing and
+/// reads the answer instead of finding its socket reset mid-upload (what
+/// nginx calls a lingering close). Larger ones are not worth reading.
+const LINGER_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// How long such a body may take to arrive.
+const LINGER_TIME: Duration = Duration::from_secs(10);
+
+/// A route's body limit: a declared `Content-Length` over `limit` is a 413
+/// with `message` before a byte is read; a body that turns out longer
+/// (chunked) stops at the limit, and whatever 413 the route answers says
+/// `message`.
+pub(crate) fn body_limit(
+    limit: usize,
+    message: &'static str,
+) -> impl Fn(Request, Next) -> std::pin::Pin<Box<dyn Future<Output = Response> + Send>> + Clone {
+    move |request: Request, next: Next| {
+        Box::pin(async move {
+            let declared = request
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            if let Some(declared) = declared
+                && declared > limit as u64
+            {
+                let mut response = detail(StatusCode::PAYLOAD_TOO_LARGE, message);
+                if declared <= LINGER_MAX_BYTES {
+                    let body = request.into_body();
+                    tokio::spawn(async move {
+                        let drain = async {
+                            let mut body = body;
+                            while let Some(Ok(_)) = body.frame().await {}
+                        };
+                        let _ = tokio::time::timeout(LINGER_TIME, drain).await;
+                    });
+                } else {
+                    response
+                        .headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                return response;
+            }
+            let (parts, body) = request.into_parts();
+            let limited = Request::from_parts(parts, Body::new(Limited::new(body, limit)));
+            let response = next.run(limited).await;
+            if response.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json(&response) {
+                return detail(StatusCode::PAYLOAD_TOO_LARGE, message);
+            }
+            response
+        })
+    }
+}
+
+/// Whether the request says its body is JSON (`application/json` or
+/// `application/*+json`, any parameters). Both run endpoints require it: a
+/// body sent as `text/plain` is 415, not guessed at.
+pub(crate) fn declares_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+        })
+}
+
+/// The 415 both run endpoints answer.
+pub(crate) fn not_json() -> Response {
+    detail(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "Content-Type must be application/json",
+    )
+}
+
+/// Reads a whole body of at most `limit` bytes: over it, a 413 saying
+/// `too_large`; a body that breaks off or times out, a 400.
+pub(crate) async fn read_body(
+    body: Body,
+    limit: usize,
+    too_large: &str,
+) -> Result<axum::body::Bytes, Response> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if is_length_limit(&*error) => {
+            Err(detail(StatusCode::PAYLOAD_TOO_LARGE, too_large))
+        }
+        Err(error) => Err(detail(
+            StatusCode::BAD_REQUEST,
+            &format!("could not read the request body: {error}"),
+        )),
+    }
+}
+
+/// Whether a body error is (or wraps) a length limit being hit, by the
+/// route's limit layer or the reader's own.
+fn is_length_limit(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}

@@ -1,0 +1,3 @@
+//! The HTTP API: thin typed handlers over the run engine and the store.
+
+pub(crate) mod limits;

@@ -1,0 +1,490 @@
+//! Persistence behind traits: runs and their event logs, threads and their
+//! messages, profiles, attachments, calendar events, automation jobs.
+//!
+//! The traits state what every backend guarantees — atomicity, ordering,
+//! ownership — and one contract suite (`tests/store_contract.rs`) holds every
+//! backend to it. The run engine and the API see only the traits.
+//!
+//! Ownership is part of every contract: a thread, run, job, calendar event or
+//! attachment belongs to one user, and a lookup with another user's id finds
+//! nothing.
+
+mod sqlite;
+
+use std::fmt;
+use std::str::FromStr;
+
+use agwire_core::{BaseEvent, Event, Message, RunAgentInput, RunStartedEvent};
+use async_trait::async_trait;
+
+use crate::error::Error;
+use crate::validate::{ClientTime, RuntimeMode};
+
+pub use sqlite::SqliteStore;
+
+/// A run's state. `Queued` and `Running` are active; the rest are final, and
+/// a final state never changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Accepted, waiting for its thread or for a worker.
+    Queued,
+    /// Taken by a worker.
+    Running,
+    /// Ended with `RUN_FINISHED` (success).
+    Succeeded,
+    /// Ended with `RUN_ERROR`.
+    Failed,
+    /// Ended with `RUN_FINISHED` outcome `cancelled`.
+    Cancelled,
+    /// Ended with `RUN_FINISHED` outcome `interrupt`.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// Every status, active ones first.
+    pub const ALL: [Self; 6] = [
+        Self::Queued,
+        Self::Running,
+        Self::Succeeded,
+        Self::Failed,
+        Self::Cancelled,
+        Self::Interrupted,
+    ];
+
+    /// Its name in the API and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the run has yet to end.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Queued | Self::Running)
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Self::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| Error::Internal(format!("unknown run status '{s}'")))
+    }
+}
+
+/// How a run is admitted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Admission {
+    /// A thread with an active run takes the new one as queued instead of
+    /// refusing it.
+    pub enqueue: bool,
+    /// The request carries the whole conversation (a standard AG-UI client):
+    /// its messages not yet in the thread are appended, in order. Otherwise
+    /// (seed 004) its one user message — with the tool messages answering the
+    /// previous turn's frontend tool calls, placed before it — is the turn's
+    /// new input.
+    pub whole_history: bool,
+}
+
+/// A validated run to accept.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRun<'a> {
+    /// Its owner (and the owner of its thread, which it creates if new).
+    pub user: &'a str,
+    /// What it runs.
+    pub input: &'a RunAgentInput,
+    /// Identifies the request body: a re-post with the same hash is the same
+    /// request.
+    pub request_hash: &'a str,
+    /// `forwardedProps.runtime_mode` (`None` on the standard endpoint).
+    pub mode: Option<RuntimeMode>,
+    /// `forwardedProps.client_time`, checked.
+    pub client_time: Option<&'a ClientTime>,
+    /// Busy-thread and history rules.
+    pub admission: Admission,
+    /// When (ms since the epoch).
+    pub now_ms: i64,
+}
+
+/// The answer to an accepted run (`TaskAcceptedResponse`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    /// The task (this service's id for the run).
+    pub task_id: String,
+    /// The thread.
+    pub thread_id: String,
+    /// The client's run id.
+    pub run_id: String,
+    /// Whether the original request created the thread.
+    pub created: bool,
+    /// Whether this was a re-post of an accepted request (nothing new stored).
+    pub replayed: bool,
+    /// Whether the run waits behind the thread's active run (it starts when
+    /// that one ends).
+    pub waiting: bool,
+}
+
+/// A run taken for execution by [`RunStore::claim_runnable`]: everything the
+/// engine needs, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    /// The task id.
+    pub task_id: String,
+    /// Its owner.
+    pub user_id: String,
+    /// What it runs.
+    pub input: RunAgentInput,
+    /// `forwardedProps.runtime_mode` as accepted.
+    pub mode: Option<RuntimeMode>,
+    /// `forwardedProps.client_time` as accepted.
+    pub client_time: Option<ClientTime>,
+}
+
+/// A run as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRecord {
+    /// The task id.
+    pub task_id: String,
+    /// Its owner.
+    pub user_id: String,
+    /// The thread.
+    pub thread_id: String,
+    /// The client's run id.
+    pub run_id: String,
+    /// Its state.
+    pub status: RunStatus,
+    /// Why it failed (`{message, code}` JSON).
+    pub error: Option<String>,
+    /// Token usage (AG-UI `TokenUsage` JSON).
+    pub usage: Option<String>,
+    /// When it was accepted (ms since the epoch).
+    pub created_at: i64,
+    /// When it started.
+    pub started_at: Option<i64>,
+    /// When it ended.
+    pub finished_at: Option<i64>,
+}
+
+/// Everything the end of a run changes (see [`RunStore::end_run`]).
+#[derive(Debug)]
+pub struct Ending<'a> {
+    /// A final status.
+    pub status: RunStatus,
+    /// Why it failed (`{message, code}`).
+    pub error: Option<&'a serde_json::Value>,
+    /// Token usage (AG-UI `TokenUsage`).
+    pub usage: Option<&'a serde_json::Value>,
+    /// The `RUN_FINISHED` or `RUN_ERROR` event.
+    pub terminal: &'a Event,
+    /// What the run said (assistant and tool messages), for its thread.
+    pub output: &'a [Message],
+    /// The turn's `UiSchemaRenderer`, kept on its last assistant message.
+    pub ui_schema: Option<&'a serde_json::Value>,
+}
+
+/// The `RUN_STARTED` a log opens with when the agent never wrote one.
+pub fn run_started(thread_id: &str, run_id: &str) -> Event {
+    Event::RunStarted(RunStartedEvent {
+        thread_id: thread_id.to_owned(),
+        run_id: run_id.to_owned(),
+        parent_run_id: None,
+        protocol_version: None,
+        input: None,
+        base: BaseEvent::default(),
+    })
+}
+
+/// Called with a claimed run's task id before the claim commits.
+pub type OnClaim<'a> = &'a (dyn Fn(&str) + Sync);
+
+/// Runs and their event logs.
+#[async_trait]
+pub trait RunStore: Send + Sync {
+    /// Accepts a validated run, or explains why not — atomically: either the
+    /// thread (when new), the turn's messages and the run are all stored, or
+    /// nothing is. Rules, in order: the same `(user, runId)` with the same
+    /// request hash answers the original acceptance again (`replayed`,
+    /// nothing stored); with another hash or thread it is
+    /// [`Error::Conflict`]; a thread of another user is [`Error::NotFound`];
+    /// a thread with an active run is [`Error::Busy`] — or, with
+    /// `admission.enqueue`, the run is accepted as waiting and its messages
+    /// are kept aside until it is claimed, so a thread reads in the order its
+    /// turns ran. Two accepts racing on one idle thread never both find it
+    /// idle.
+    async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error>;
+
+    /// Takes up to `limit` runs for execution (`queued` → `running`), each the
+    /// oldest active run of its thread (so a thread never executes two runs,
+    /// and executes them in the order they were accepted), oldest first. A
+    /// run that waited adds its messages to its thread in the same
+    /// transaction. `register` is called with each claimed task id before the
+    /// claim commits; `forget` with each one if the commit fails. A run
+    /// cancelled while queued is never claimed: the cancel and the claim
+    /// exclude each other.
+    async fn claim_runnable(
+        &self,
+        limit: u32,
+        now_ms: i64,
+        register: OnClaim<'_>,
+        forget: OnClaim<'_>,
+    ) -> Result<Vec<Claimed>, Error>;
+
+    /// Appends events to a running run's log, numbered on from its last one
+    /// (the first event of a log is 1), in one transaction; returns the first
+    /// one's number.
+    async fn append_events(&self, task_id: &str, events: &[Event]) -> Result<u64, Error>;
+
+    /// Ends an active run in one transaction: its final status, error and
+    /// usage; its output appended to its thread (the UI schema on the last
+    /// assistant message); `RUN_STARTED` first if its log is still empty;
+    /// then its terminal event. A crash leaves all of it or none. Returns the
+    /// terminal event's number, or `None` when the run had already ended
+    /// (nothing is written: a final state never changes).
+    async fn end_run(
+        &self,
+        task_id: &str,
+        ending: &Ending<'_>,
+        now_ms: i64,
+    ) -> Result<Option<u64>, Error>;
+
+    /// Cancels a run that has not started (`queued` → `cancelled`) and writes
+    /// `events` (its whole log) in the same transaction; its waiting messages
+    /// never reach the thread. Returns the first event's number, or `None`
+    /// when it was no longer queued (nothing is written).
+    async fn cancel_queued(
+        &self,
+        task_id: &str,
+        events: &[Event],
+        now_ms: i64,
+    ) -> Result<Option<u64>, Error>;
+
+    /// The run's events numbered above `after`, in order.
+    async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<(u64, Event)>, Error>;
+
+    /// `user`'s run with this client run id.
+    async fn run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error>;
+
+    /// A run's status by task id.
+    async fn run_status(&self, task_id: &str) -> Result<Option<RunStatus>, Error>;
+
+    /// Runs left `running` by a process that is gone (at the start of the
+    /// only process of an embedded database: every running run).
+    async fn interrupted_runs(&self) -> Result<Vec<RunRecord>, Error>;
+
+    /// How many runs are in each status (statuses with none are absent).
+    async fn status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error>;
+
+    /// The runs of a thread, newest first (at most `limit`).
+    async fn thread_runs(&self, thread_id: &str, limit: u32) -> Result<Vec<RunRecord>, Error>;
+}
+
+/// A message of a thread, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    /// Position in the thread (1, 2, ...).
+    pub seq: i64,
+    /// The message, as AG-UI.
+    pub message: Message,
+    /// When it was stored (ms since the epoch).
+    pub created_at: i64,
+    /// The `UiSchemaRenderer` shown under an assistant message.
+    pub ui_schema: Option<serde_json::Value>,
+}
+
+/// Threads and their messages (written by [`RunStore`]: accepting, claiming
+/// and ending runs).
+#[async_trait]
+pub trait ThreadStore: Send + Sync {
+    /// Who owns a thread.
+    async fn thread_owner(&self, thread_id: &str) -> Result<Option<String>, Error>;
+
+    /// `user`'s most recently active thread.
+    async fn latest_thread(&self, user: &str) -> Result<Option<String>, Error>;
+
+    /// A thread's messages of the given roles, in thread order.
+    async fn thread_messages(
+        &self,
+        thread_id: &str,
+        roles: &[&str],
+    ) -> Result<Vec<StoredMessage>, Error>;
+}
+
+/// Profiles.
+#[async_trait]
+pub trait ProfileStore: Send + Sync {
+    /// A user's profile settings (`{}` for a user who never set any).
+    async fn settings(
+        &self,
+        user: &str,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, Error>;
+
+    /// Replaces a user's profile settings.
+    async fn set_settings(
+        &self,
+        user: &str,
+        settings: &serde_json::Map<String, serde_json::Value>,
+        now_ms: i64,
+    ) -> Result<(), Error>;
+}
+
+/// An uploaded attachment's record (its bytes live with the attachment
+/// storage).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachmentRecord {
+    /// Its owner.
+    pub user_id: String,
+    /// Its sniffed type.
+    pub mime_type: String,
+}
+
+/// Attachment records.
+#[async_trait]
+pub trait AttachmentStore: Send + Sync {
+    /// Records an uploaded attachment.
+    async fn insert_attachment(
+        &self,
+        id: &str,
+        user: &str,
+        mime_type: &str,
+        size: usize,
+        now_ms: i64,
+    ) -> Result<(), Error>;
+
+    /// An attachment's owner and type.
+    async fn attachment(&self, id: &str) -> Result<Option<AttachmentRecord>, Error>;
+}
+
+/// A calendar event as stored (instants in UTC, plus the zone it was
+/// written in, for display).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CalendarEvent {
+    /// Its id.
+    pub id: String,
+    /// Its owner.
+    pub user_id: String,
+    /// What it is.
+    pub title: String,
+    /// Start (ms since the epoch).
+    pub start_ms: i64,
+    /// End (ms since the epoch).
+    pub end_ms: i64,
+    /// The IANA zone it was written in (`event_timezone`).
+    pub timezone: String,
+}
+
+/// Calendar events.
+#[async_trait]
+pub trait CalendarStore: Send + Sync {
+    /// Creates the event, or updates its owner's event with that id. False
+    /// when the id belongs to another user (nothing written).
+    async fn put_calendar_event(&self, event: &CalendarEvent, now_ms: i64) -> Result<bool, Error>;
+
+    /// `user`'s event with this id.
+    async fn calendar_event(&self, user: &str, id: &str) -> Result<Option<CalendarEvent>, Error>;
+
+    /// Deletes `user`'s event; false when there was none.
+    async fn delete_calendar_event(&self, user: &str, id: &str) -> Result<bool, Error>;
+
+    /// `user`'s events overlapping `[from_ms, to_ms)`, by start (at most
+    /// `limit`).
+    async fn calendar_events(
+        &self,
+        user: &str,
+        from_ms: i64,
+        to_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<CalendarEvent>, Error>;
+}
+
+/// An automation job as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecord {
+    /// Its id.
+    pub id: String,
+    /// Its owner.
+    pub user_id: String,
+    /// Its name.
+    pub name: String,
+    /// The schedule (JSON of [`crate::jobs::schedule::Schedule`]).
+    pub schedule: String,
+    /// The IANA zone the schedule is read in.
+    pub timezone: String,
+    /// What each run asks.
+    pub prompt: String,
+    /// The runtime config (JSON of [`crate::brain::agents::JobRuntime`]).
+    pub config: String,
+    /// Whether it fires.
+    pub enabled: bool,
+    /// The thread its runs go to (its owner's, created with the job).
+    pub thread_id: String,
+    /// The next tick (ms), when enabled.
+    pub next_run_at: Option<i64>,
+    /// Creation time (ms).
+    pub created_at: i64,
+    /// Last change (ms).
+    pub updated_at: i64,
+}
+
+/// Automation jobs.
+#[async_trait]
+pub trait JobStore: Send + Sync {
+    /// Creates a job and its thread, owned by the job's owner, in one
+    /// transaction: no other user can ever post to (or take) that thread. A
+    /// thread id already in use is [`Error::Conflict`] (nothing is written).
+    async fn create_job(&self, job: &JobRecord) -> Result<(), Error>;
+
+    /// Replaces a job's fields (its owner and thread never change: a job of
+    /// another user with this id is left alone and false returned).
+    async fn update_job(&self, job: &JobRecord) -> Result<bool, Error>;
+
+    /// `user`'s job.
+    async fn job(&self, user: &str, id: &str) -> Result<Option<JobRecord>, Error>;
+
+    /// `user`'s job whose runs go to `thread_id`.
+    async fn job_of_thread(&self, user: &str, thread_id: &str) -> Result<Option<JobRecord>, Error>;
+
+    /// `user`'s jobs, oldest first.
+    async fn jobs(&self, user: &str) -> Result<Vec<JobRecord>, Error>;
+
+    /// Deletes `user`'s job (its runs and thread stay); false if none.
+    async fn delete_job(&self, user: &str, id: &str) -> Result<bool, Error>;
+
+    /// Enabled jobs whose next tick is at or before `now_ms`, earliest first.
+    async fn due_jobs(&self, now_ms: i64, limit: u32) -> Result<Vec<JobRecord>, Error>;
+
+    /// Moves a job from tick `due` to `next` (compare-and-set); false when
+    /// another scheduler, or a change to the job, got there first.
+    async fn advance_job(&self, id: &str, due: i64, next: Option<i64>) -> Result<bool, Error>;
+}
+
+/// Everything the service keeps.
+pub trait Store:
+    RunStore + ThreadStore + ProfileStore + AttachmentStore + CalendarStore + JobStore + fmt::Debug
+{
+}
+
+impl<T> Store for T where
+    T: RunStore
+        + ThreadStore
+        + ProfileStore
+        + AttachmentStore
+        + CalendarStore
+        + JobStore
+        + fmt::Debug
+{
+}

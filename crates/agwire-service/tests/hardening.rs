@@ -1,0 +1,422 @@
+//! What a careless or hostile client can do to a connection, over raw TCP:
+//! stall before or inside its headers, declare a huge body, send a short
+//! one, idle on a kept-alive connection — each is cut off by a configured
+//! timeout or limit and answered with JSON `{"detail"}` where an answer is
+//! due. And the contract's edges: one content-type rule for both run
+//! endpoints, strict run input, framework errors as JSON, percent-encoded
+//! `Location`, `Last-Event-ID` that is not a number.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use agwire_service::auth::Auth;
+use agwire_service::{BuiltinAgent, Config};
+use common::{body, post, start};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A service whose timeouts are short enough to watch.
+async fn impatient() -> SocketAddr {
+    let mut config = Config::default();
+    config.http.header_read_timeout_seconds = 1;
+    config.http.request_timeout_seconds = 1;
+    start(&config, BuiltinAgent::default(), Auth::none())
+        .await
+        .addr
+}
+
+/// Reads until the server closes the connection; the bytes it sent. Fails
+/// the test if the connection is still open after `bound` (the limits under
+/// test are a second; without them it stays open forever).
+async fn read_until_closed(tcp: &mut TcpStream, bound: Duration) -> Vec<u8> {
+    let mut received = Vec::new();
+    let started = Instant::now();
+    let read = async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match tcp.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => received.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(bound, read).await.unwrap_or_else(|_| {
+        panic!(
+            "the connection was still open after {:?}",
+            started.elapsed()
+        )
+    });
+    received
+}
+
+/// Status and JSON body of a raw HTTP/1.1 response.
+fn parse(response: &[u8]) -> (u16, Value) {
+    let text = String::from_utf8_lossy(response);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not a response: {text:?}"));
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_stalled_and_idle_connections_are_closed() {
+    let addr = impatient().await;
+    let bound = Duration::from_secs(10);
+    // Connects and says nothing.
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    // Sends half its headers.
+    let mut partial = TcpStream::connect(addr).await.unwrap();
+    partial
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: ")
+        .await
+        .unwrap();
+    // Completes a request, then idles on the kept-alive connection.
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let (a, b, c) = tokio::join!(
+        read_until_closed(&mut silent, bound),
+        read_until_closed(&mut partial, bound),
+        read_until_closed(&mut idle, bound),
+    );
+    assert!(a.is_empty(), "{}", String::from_utf8_lossy(&a));
+    // hyper answers a header timeout with a bare 408 or nothing; either
+    // way the connection is gone.
+    assert!(b.is_empty() || b.starts_with(b"HTTP/1.1 408"), "{b:?}");
+    assert_eq!(parse(&c).0, 200, "the request itself was answered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_declared_body_is_refused_at_once_and_a_short_one_times_out() {
+    let addr = impatient().await;
+    // 1 TB declared, two bytes sent: 413 before anything else arrives.
+    let mut huge = TcpStream::connect(addr).await.unwrap();
+    huge.write_all(
+        b"POST /api/v1/agent/runs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000000\r\n\r\n{}",
+    )
+    .await
+    .unwrap();
+    let answer = read_until_closed(&mut huge, Duration::from_secs(10)).await;
+    assert_eq!(
+        parse(&answer),
+        (
+            413,
+            json!({"detail": "RunAgentInput payload exceeds size limit"})
+        )
+    );
+    // 100 bytes declared, 10 sent, then silence: 408 once the request's
+    // time is up, and the connection closes.
+    let mut short = TcpStream::connect(addr).await.unwrap();
+    short
+        .write_all(b"PATCH /api/v1/me/profile HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"settings\"")
+        .await
+        .unwrap();
+    let answer = read_until_closed(&mut short, Duration::from_secs(10)).await;
+    let (status, detail) = parse(&answer);
+    assert_eq!(status, 408, "{}", String::from_utf8_lossy(&answer));
+    assert!(detail["detail"].is_string(), "{detail}");
+}
+
+/// A PNG of about `bytes` bytes (a valid signature, then padding).
+fn png(bytes: usize) -> Vec<u8> {
+    let mut image = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    image.resize(bytes, 0);
+    image
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multipart_uploads_take_the_whole_limit_and_larger_ones_get_a_413() {
+    let addr = common::serve().await;
+    let url = format!("http://{addr}/api/v1/agent/attachments");
+    let form = |size: usize| {
+        reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(png(size))
+                .file_name("big.png")
+                .mime_str("image/png")
+                .unwrap(),
+        )
+    };
+    let client = reqwest::Client::new();
+    for size in [2 * 1024 * 1024 + 1, 10 * 1024 * 1024] {
+        let response = client
+            .post(&url)
+            .multipart(form(size))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 201, "{size} bytes");
+        let created: Value = response.json().await.unwrap();
+        assert_eq!(created["size"], size, "{created}");
+    }
+    // Over the limit: the client writes its whole body (no Expect:
+    // 100-continue) and still reads the 413 — not a broken pipe.
+    let response = client
+        .post(&url)
+        .multipart(form(10 * 1024 * 1024 + 1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        json!({"detail": "attachment exceeds size limit"})
+    );
+    let response = client
+        .post(&url)
+        .header("content-type", "image/png")
+        .body(png(11 * 1024 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        json!({"detail": "attachment exceeds size limit"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_run_endpoints_refuse_the_same_things_the_same_way() {
+    let addr = common::serve().await;
+    let client = reqwest::Client::new();
+    let thread = uuid::Uuid::new_v4().to_string();
+    let seed = body(&thread, "r-1", "hi");
+    let agui = json!({"threadId": thread, "runId": "r-2", "state": {}, "messages": [], "tools": [], "context": []});
+    for (path, payload) in [("/api/v1/agent/runs", &seed), ("/api/v1/agui", &agui)] {
+        let plain = client
+            .post(format!("http://{addr}{path}"))
+            .header("content-type", "text/plain")
+            .body(payload.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(plain.status().as_u16(), 415, "{path}");
+        assert_eq!(
+            plain.json::<Value>().await.unwrap(),
+            json!({"detail": "Content-Type must be application/json"})
+        );
+        let mut empty = payload.clone();
+        empty["runId"] = json!("");
+        let response = client
+            .post(format!("http://{addr}{path}"))
+            .json(&empty)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 422, "{path}");
+        assert_eq!(
+            response.json::<Value>().await.unwrap(),
+            json!({"detail": "runId must not be empty"})
+        );
+    }
+    let metrics = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("agwire_runs_accepted_total 0\n"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_endpoint_refuses_what_lenient_decoding_would_drop() {
+    let addr = common::serve().await;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let with = |edit: &dyn Fn(&mut Value)| {
+        let mut run = body(&thread, "strict", "hi");
+        edit(&mut run);
+        run
+    };
+    let cases = [
+        (
+            with(&|r| {
+                r["messages"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"id": "x", "role": "robot", "content": "beep"}));
+            }),
+            "invalid RunAgentInput: messages[1].role: unknown role \"robot\"",
+        ),
+        (
+            with(&|r| {
+                r["tools"] = json!([{"name": "mine", "description": "d", "parameters": "x"}]);
+            }),
+            "invalid RunAgentInput: tools[0].parameters must be a JSON Schema object",
+        ),
+        (
+            with(&|r| {
+                r["tools"] = json!([{"name": "mine", "description": "d", "parameters": {"type": "nothing"}}]);
+            }),
+            "",
+        ),
+        (
+            with(&|r| {
+                r["messages"][0]["content"] = json!([{"type": 5}, {"type": "text", "text": "hi"}]);
+            }),
+            "invalid RunAgentInput: messages[0].content[0].type: unknown content part type 5",
+        ),
+    ];
+    for (run, want) in cases {
+        let response = post(addr, &run, None).await;
+        assert_eq!(response.status().as_u16(), 422, "{run}");
+        let detail: Value = response.json().await.unwrap();
+        let detail = detail["detail"].as_str().unwrap();
+        if want.is_empty() {
+            assert!(
+                detail.starts_with(
+                    "invalid RunAgentInput: tools[0].parameters is not a valid JSON Schema"
+                ),
+                "{detail}"
+            );
+        } else {
+            assert_eq!(detail, want);
+        }
+    }
+    let metrics = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("agwire_runs_accepted_total 0\n"),
+        "{metrics}"
+    );
+}
+
+/// Sends raw bytes as one request; the status and JSON body of the answer.
+async fn raw(addr: SocketAddr, request: &[u8]) -> (u16, Value, String) {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request).await.unwrap();
+    let answer = read_until_closed(&mut tcp, Duration::from_secs(10)).await;
+    let (status, body) = parse(&answer);
+    let head = String::from_utf8_lossy(&answer)
+        .split("\r\n\r\n")
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    (status, body, head)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn framework_errors_are_json_too() {
+    let addr = common::serve().await;
+    let close = "connection: close\r\n";
+    let big = "x".repeat(3 * 1024 * 1024);
+    let cases: Vec<(Vec<u8>, u16)> = vec![
+        (
+            format!("GET /nowhere HTTP/1.1\r\nhost: x\r\n{close}\r\n").into_bytes(),
+            404,
+        ),
+        (
+            format!("DELETE /api/v1/agent/runs HTTP/1.1\r\nhost: x\r\n{close}\r\n").into_bytes(),
+            405,
+        ),
+        (
+            [
+                b"GET /api/v1/agent/runs/%FF%FE HTTP/1.1\r\nhost: x\r\n".as_slice(),
+                close.as_bytes(),
+                b"\r\n",
+            ]
+            .concat(),
+            400,
+        ),
+        (
+            format!(
+                "PATCH /api/v1/me/profile HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
+                big.len()
+            )
+            .into_bytes(),
+            413,
+        ),
+        (
+            format!(
+                "POST /api/v1/automation/jobs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
+                big.len()
+            )
+            .into_bytes(),
+            413,
+        ),
+        (
+            format!(
+                "GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: {}\r\n{close}\r\n",
+                "y".repeat(40 * 1024)
+            )
+            .into_bytes(),
+            431,
+        ),
+        (
+            format!(
+                "GET /healthz HTTP/1.1\r\nhost: x\r\n{}{close}\r\n",
+                (0..150).map(|i| format!("x-h{i}: v\r\n")).collect::<String>()
+            )
+            .into_bytes(),
+            431,
+        ),
+    ];
+    for (request, want) in cases {
+        let (status, body, head) = raw(addr, &request).await;
+        assert_eq!(status, want, "{head}");
+        assert!(
+            head.contains("content-type: application/json"),
+            "{want}: {head}"
+        );
+        assert!(
+            body["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{want}: {body}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn location_is_percent_encoded_and_a_bad_last_event_id_is_400() {
+    let addr = common::serve().await;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let run = "a b?c#d/é";
+    let accepted = post(addr, &body(&thread, run, "hi"), None).await;
+    assert_eq!(accepted.status().as_u16(), 202);
+    let location = accepted.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(location, "/api/v1/agent/runs/a%20b%3Fc%23d%2F%C3%A9/events");
+    let log = reqwest::Client::new()
+        .get(format!("http://{addr}{location}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(log.status().as_u16(), 200);
+    let events = common::sse_with_ids(&log.bytes().await.unwrap());
+    assert_eq!(
+        events.last().map(|(_, e)| e.type_name()),
+        Some("RUN_FINISHED")
+    );
+    // Last-Event-ID holding bytes that are not text.
+    let (status, body, _) = raw(
+        addr,
+        &[
+            format!("GET {location} HTTP/1.1\r\nhost: x\r\nconnection: close\r\nlast-event-id: ")
+                .as_bytes(),
+            b"\xff\xfe1",
+            b"\r\n\r\n",
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            400,
+            json!({"detail": "Last-Event-ID / after must be an event sequence number"})
+        )
+    );
+}

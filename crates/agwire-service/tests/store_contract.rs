@@ -1,0 +1,820 @@
+//! The store contract: what every backend guarantees (atomicity, ordering,
+//! ownership), checked against each backend on a real database. The run
+//! engine and the API rely on exactly these rules; a new backend passes this
+//! file before it is used.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
+
+use std::sync::{Arc, Mutex};
+
+use agwire_core::{
+    BaseEvent, Event, Message, RunAgentInput, RunErrorEvent, RunFinishedEvent,
+    TextMessageContentEvent,
+};
+use agwire_service::Error;
+use agwire_service::store::{
+    Admission, CalendarEvent, Claimed, Ending, JobRecord, NewRun, RunStatus, SqliteStore, Store,
+    run_started,
+};
+use agwire_service::validate::{Rules, validate_run};
+use serde_json::json;
+
+/// Every backend, each on a fresh database of its own.
+async fn backends() -> Vec<(&'static str, Arc<dyn Store>)> {
+    let dir = std::env::temp_dir().join(format!("agwire-contract-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sqlite = SqliteStore::open(&dir.join("agwire.db")).await.unwrap();
+    vec![("sqlite", Arc::new(sqlite))]
+}
+
+fn thread() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// A seed-004 request of one user message.
+fn input(thread: &str, run_id: &str, text: &str) -> RunAgentInput {
+    let body = json!({
+        "threadId": thread, "runId": run_id,
+        "messages": [{"id": format!("{run_id}-u"), "role": "user", "content": text}],
+        "forwardedProps": {"runtime_mode": "chat"}
+    });
+    validate_run(body.to_string().as_bytes(), &Rules::default())
+        .unwrap()
+        .input
+}
+
+fn new_run<'a>(user: &'a str, input: &'a RunAgentInput, hash: &'a str) -> NewRun<'a> {
+    NewRun {
+        user,
+        input,
+        request_hash: hash,
+        mode: None,
+        client_time: None,
+        admission: Admission::default(),
+        now_ms: 1,
+    }
+}
+
+fn queued_behind<'a>(user: &'a str, input: &'a RunAgentInput, hash: &'a str) -> NewRun<'a> {
+    NewRun {
+        admission: Admission {
+            enqueue: true,
+            whole_history: false,
+        },
+        ..new_run(user, input, hash)
+    }
+}
+
+async fn claim_all(store: &dyn Store) -> Vec<Claimed> {
+    let nothing = |_: &str| {};
+    store
+        .claim_runnable(100, 2, &nothing, &nothing)
+        .await
+        .unwrap()
+}
+
+fn text(i: usize) -> Event {
+    Event::TextMessageContent(TextMessageContentEvent {
+        message_id: "m".into(),
+        delta: format!("{i} "),
+        subagent_run_id: None,
+        base: BaseEvent::default(),
+    })
+}
+
+fn finished(thread: &str, run_id: &str) -> Event {
+    Event::RunFinished(RunFinishedEvent {
+        thread_id: thread.into(),
+        run_id: run_id.into(),
+        result: None,
+        outcome: None,
+        usage: None,
+        base: BaseEvent::default(),
+    })
+}
+
+async fn end(
+    store: &dyn Store,
+    task_id: &str,
+    terminal: &Event,
+    output: &[Message],
+) -> Option<u64> {
+    let status = match terminal {
+        Event::RunError(_) => RunStatus::Failed,
+        _ => RunStatus::Succeeded,
+    };
+    let ending = Ending {
+        status,
+        error: None,
+        usage: None,
+        terminal,
+        output,
+        ui_schema: None,
+    };
+    store.end_run(task_id, &ending, 3).await.unwrap()
+}
+
+async fn texts(store: &dyn Store, thread: &str) -> Vec<String> {
+    store
+        .thread_messages(thread, &["user", "assistant"])
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| match m.message {
+            Message::User(u) => u.content.text(),
+            Message::Assistant(a) => a.content.unwrap_or_default(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn acceptance_replays_reposts_and_refuses_conflicts_strangers_and_busy_threads() {
+    for (backend, store) in backends().await {
+        let t = thread();
+        let r1 = input(&t, "r1", "hi");
+        let first = store.accept_run(new_run("alice", &r1, "h1")).await.unwrap();
+        assert!(
+            first.created && !first.replayed && !first.waiting,
+            "{backend}"
+        );
+        // The same request again: the original answer, nothing new stored.
+        let again = store.accept_run(new_run("alice", &r1, "h1")).await.unwrap();
+        assert_eq!(
+            (again.task_id.as_str(), again.created, again.replayed),
+            (first.task_id.as_str(), true, true),
+            "{backend}"
+        );
+        assert_eq!(texts(&*store, &t).await, ["hi"], "{backend}");
+        // Same run id, another body or another thread: conflict.
+        let other_body = input(&t, "r1", "bye");
+        let err = store.accept_run(new_run("alice", &other_body, "h2")).await;
+        assert!(matches!(err, Err(Error::Conflict(_))), "{backend}: {err:?}");
+        let other_thread = input(&thread(), "r1", "hi");
+        let err = store
+            .accept_run(new_run("alice", &other_thread, "h1"))
+            .await;
+        assert!(matches!(err, Err(Error::Conflict(_))), "{backend}: {err:?}");
+        // Another user's thread does not exist for bob; the same run id is
+        // bob's own to use.
+        let bobs = input(&t, "r1", "hi");
+        let err = store.accept_run(new_run("bob", &bobs, "h1")).await;
+        assert!(matches!(err, Err(Error::NotFound(_))), "{backend}: {err:?}");
+        assert_eq!(store.run("bob", "r1").await.unwrap(), None, "{backend}");
+        // Busy while r1 is active; with `enqueue`, accepted as waiting.
+        let r2 = input(&t, "r2", "more");
+        let err = store.accept_run(new_run("alice", &r2, "h3")).await;
+        assert!(matches!(err, Err(Error::Busy(_))), "{backend}: {err:?}");
+        let waiting = store
+            .accept_run(queued_behind("alice", &r2, "h3"))
+            .await
+            .unwrap();
+        assert!(waiting.waiting && !waiting.created, "{backend}");
+        // Its message is kept aside until it runs.
+        assert_eq!(texts(&*store, &t).await, ["hi"], "{backend}");
+        let run = store.run("alice", "r2").await.unwrap().unwrap();
+        assert_eq!(
+            (run.status, run.user_id.as_str()),
+            (RunStatus::Queued, "alice"),
+            "{backend}"
+        );
+        // Nothing was written by the refusals.
+        assert_eq!(
+            store.thread_runs(&t, 10).await.unwrap().len(),
+            2,
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_accepts_racing_on_one_idle_thread_never_both_find_it_idle() {
+    for (backend, store) in backends().await {
+        let t = thread();
+        let mut tasks = Vec::new();
+        for i in 0..20 {
+            let (store, t) = (store.clone(), t.clone());
+            tasks.push(tokio::spawn(async move {
+                let input = input(&t, &format!("r{i}"), "hi");
+                store
+                    .accept_run(new_run("alice", &input, &format!("h{i}")))
+                    .await
+            }));
+        }
+        let (mut accepted, mut created) = (0, 0);
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(a) => {
+                    accepted += 1;
+                    created += usize::from(a.created);
+                }
+                Err(Error::Busy(_)) => {}
+                Err(other) => panic!("{backend}: {other}"),
+            }
+        }
+        assert_eq!((accepted, created), (1, 1), "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn claims_take_the_oldest_run_of_each_idle_thread_and_waiting_turns_join_in_order() {
+    for (backend, store) in backends().await {
+        let (a, b) = (thread(), thread());
+        let a1 = input(&a, "a1", "first");
+        let a2 = input(&a, "a2", "second");
+        let b1 = input(&b, "b1", "other");
+        let accepted_a1 = store.accept_run(new_run("alice", &a1, "1")).await.unwrap();
+        store
+            .accept_run(queued_behind("alice", &a2, "2"))
+            .await
+            .unwrap();
+        let accepted_b1 = store.accept_run(new_run("alice", &b1, "3")).await.unwrap();
+        let registered = Mutex::new(Vec::new());
+        let register = |task: &str| registered.lock().unwrap().push(task.to_owned());
+        let nothing = |_: &str| {};
+        let claimed = store
+            .claim_runnable(10, 2, &register, &nothing)
+            .await
+            .unwrap();
+        let mut ids: Vec<&str> = claimed.iter().map(|c| c.input.run_id.as_str()).collect();
+        ids.sort_unstable();
+        // One run per thread: a2 waits for a1.
+        assert_eq!(ids, ["a1", "b1"], "{backend}");
+        let mut registered = registered.into_inner().unwrap();
+        registered.sort();
+        let mut expected = vec![accepted_a1.task_id.clone(), accepted_b1.task_id.clone()];
+        expected.sort();
+        assert_eq!(registered, expected, "{backend}");
+        assert!(claim_all(&*store).await.is_empty(), "{backend}");
+        assert_eq!(
+            store.run_status(&accepted_a1.task_id).await.unwrap(),
+            Some(RunStatus::Running),
+            "{backend}"
+        );
+        // a1 answers; then a2 is runnable and its message follows the answer.
+        let answer = Message::assistant("a1-a", "answer");
+        end(
+            &*store,
+            &accepted_a1.task_id,
+            &finished(&a, "a1"),
+            &[answer],
+        )
+        .await;
+        let next = claim_all(&*store).await;
+        assert_eq!(next.len(), 1, "{backend}");
+        assert_eq!(
+            (next[0].input.run_id.as_str(), next[0].user_id.as_str()),
+            ("a2", "alice"),
+            "{backend}"
+        );
+        assert_eq!(
+            texts(&*store, &a).await,
+            ["first", "answer", "second"],
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_claim_hands_back_what_validation_established() {
+    use agwire_service::validate::RuntimeMode;
+    for (backend, store) in backends().await {
+        let t = thread();
+        let body = json!({
+            "threadId": t, "runId": "r1",
+            "messages": [{"id": "u", "role": "user", "content": "hi"}],
+            "forwardedProps": {"runtime_mode": "automation", "client_time": {
+                "device_timezone": "Asia/Tokyo",
+                "client_now_iso": "2026-11-24T09:30:00+09:00",
+                "client_epoch_ms": 1_795_480_200_000_i64,
+            }}
+        });
+        let valid = validate_run(body.to_string().as_bytes(), &Rules::default()).unwrap();
+        let run = NewRun {
+            mode: Some(valid.runtime_mode),
+            client_time: valid.client_time.as_ref(),
+            ..new_run("alice", &valid.input, "h")
+        };
+        store.accept_run(run).await.unwrap();
+        let claimed = claim_all(&*store).await;
+        assert_eq!(claimed.len(), 1, "{backend}");
+        assert_eq!(claimed[0].mode, Some(RuntimeMode::Automation), "{backend}");
+        let time = claimed[0].client_time.as_ref().expect("client time");
+        assert_eq!(time.device_timezone_name, "Asia/Tokyo", "{backend}");
+        assert_eq!(time.epoch_ms, 1_795_480_200_000, "{backend}");
+        assert_eq!(
+            time.now.as_millisecond(),
+            valid.client_time.as_ref().unwrap().now.as_millisecond(),
+            "{backend}"
+        );
+        assert_eq!(claimed[0].input, valid.input, "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn the_event_log_numbers_events_from_one_and_resumes_after_any_point() {
+    for (backend, store) in backends().await {
+        let t = thread();
+        let r1 = input(&t, "r1", "hi");
+        let accepted = store.accept_run(new_run("alice", &r1, "h")).await.unwrap();
+        claim_all(&*store).await;
+        let mut events = vec![run_started(&t, "r1")];
+        events.extend((0..9).map(text));
+        // One, then a batch, then one: the numbering continues across them.
+        assert_eq!(
+            store
+                .append_events(&accepted.task_id, &events[..1])
+                .await
+                .unwrap(),
+            1,
+            "{backend}"
+        );
+        assert_eq!(
+            store
+                .append_events(&accepted.task_id, &events[1..9])
+                .await
+                .unwrap(),
+            2,
+            "{backend}"
+        );
+        assert_eq!(
+            store
+                .append_events(&accepted.task_id, &events[9..])
+                .await
+                .unwrap(),
+            10,
+            "{backend}"
+        );
+        for cut in 0..=events.len() {
+            let rest = store
+                .events_after(&accepted.task_id, cut as u64)
+                .await
+                .unwrap();
+            let seqs: Vec<u64> = rest.iter().map(|(s, _)| *s).collect();
+            assert_eq!(
+                seqs,
+                ((cut as u64 + 1)..=events.len() as u64).collect::<Vec<_>>(),
+                "{backend}"
+            );
+            let got: Vec<Event> = rest.into_iter().map(|(_, e)| e).collect();
+            assert_eq!(got, events[cut..], "{backend}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_ended_run_has_a_valid_log_and_its_final_state_never_changes() {
+    for (backend, store) in backends().await {
+        let t = thread();
+        let r1 = input(&t, "r1", "hi");
+        let accepted = store.accept_run(new_run("alice", &r1, "h")).await.unwrap();
+        claim_all(&*store).await;
+        // Ended before it wrote anything (a crash right after the claim):
+        // RUN_STARTED first, then the terminal event.
+        let error = Event::RunError(RunErrorEvent {
+            message: "restart".into(),
+            code: Some("server_restart".into()),
+            usage: None,
+            base: BaseEvent::default(),
+        });
+        let detail = json!({"message": "restart", "code": "server_restart"});
+        let usage = json!({"inputTokens": 3, "outputTokens": 4});
+        let ending = Ending {
+            status: RunStatus::Failed,
+            error: Some(&detail),
+            usage: Some(&usage),
+            terminal: &error,
+            output: &[],
+            ui_schema: None,
+        };
+        assert_eq!(
+            store.end_run(&accepted.task_id, &ending, 3).await.unwrap(),
+            Some(2),
+            "{backend}"
+        );
+        let log: Vec<Event> = store
+            .events_after(&accepted.task_id, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect();
+        assert_eq!(log, [run_started(&t, "r1"), error.clone()], "{backend}");
+        let record = store.run("alice", "r1").await.unwrap().unwrap();
+        assert_eq!(record.status, RunStatus::Failed, "{backend}");
+        assert_eq!(record.finished_at, Some(3), "{backend}");
+        let stored_error: serde_json::Value =
+            serde_json::from_str(record.error.as_deref().unwrap()).unwrap();
+        assert_eq!(stored_error, detail, "{backend}");
+        // A second end writes nothing.
+        let answer = Message::assistant("late", "late answer");
+        assert_eq!(
+            end(&*store, &accepted.task_id, &finished(&t, "r1"), &[answer]).await,
+            None,
+            "{backend}"
+        );
+        assert_eq!(
+            store.run_status(&accepted.task_id).await.unwrap(),
+            Some(RunStatus::Failed),
+            "{backend}"
+        );
+        assert_eq!(
+            store
+                .events_after(&accepted.task_id, 0)
+                .await
+                .unwrap()
+                .len(),
+            2,
+            "{backend}"
+        );
+        assert_eq!(texts(&*store, &t).await, ["hi"], "{backend}");
+        // The thread is free again.
+        let r2 = input(&t, "r2", "again");
+        store.accept_run(new_run("alice", &r2, "h2")).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_queued_run_is_either_cancelled_or_claimed_never_both() {
+    for (backend, store) in backends().await {
+        let t = thread();
+        let r1 = input(&t, "r1", "first");
+        let r2 = input(&t, "r2", "second");
+        let first = store.accept_run(new_run("alice", &r1, "1")).await.unwrap();
+        let second = store
+            .accept_run(queued_behind("alice", &r2, "2"))
+            .await
+            .unwrap();
+        claim_all(&*store).await;
+        let log = [run_started(&t, "r2"), finished(&t, "r2")];
+        // The running one cannot be cancelled as queued.
+        assert_eq!(
+            store.cancel_queued(&first.task_id, &log, 3).await.unwrap(),
+            None,
+            "{backend}"
+        );
+        assert_eq!(
+            store.cancel_queued(&second.task_id, &log, 3).await.unwrap(),
+            Some(1),
+            "{backend}"
+        );
+        assert_eq!(
+            store.run_status(&second.task_id).await.unwrap(),
+            Some(RunStatus::Cancelled),
+            "{backend}"
+        );
+        end(&*store, &first.task_id, &finished(&t, "r1"), &[]).await;
+        // Never claimed, and its message never reached the thread.
+        assert!(claim_all(&*store).await.is_empty(), "{backend}");
+        assert_eq!(texts(&*store, &t).await, ["first"], "{backend}");
+        assert_eq!(
+            store.events_after(&second.task_id, 0).await.unwrap().len(),
+            2,
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn runs_left_running_are_the_interrupted_ones_and_counts_cover_every_status() {
+    for (backend, store) in backends().await {
+        let (a, b, c) = (thread(), thread(), thread());
+        let (ra, rb, rc) = (
+            input(&a, "ra", "x"),
+            input(&b, "rb", "y"),
+            input(&c, "rc", "z"),
+        );
+        let ended = store.accept_run(new_run("alice", &ra, "1")).await.unwrap();
+        let running = store.accept_run(new_run("alice", &rb, "2")).await.unwrap();
+        claim_all(&*store).await;
+        store.accept_run(new_run("alice", &rc, "3")).await.unwrap();
+        end(&*store, &ended.task_id, &finished(&a, "ra"), &[]).await;
+        let interrupted = store.interrupted_runs().await.unwrap();
+        assert_eq!(interrupted.len(), 1, "{backend}");
+        assert_eq!(interrupted[0].task_id, running.task_id, "{backend}");
+        let mut counts = store.status_counts().await.unwrap();
+        counts.sort();
+        assert_eq!(
+            counts,
+            [
+                (RunStatus::Queued, 1),
+                (RunStatus::Running, 1),
+                (RunStatus::Succeeded, 1)
+            ],
+            "{backend}"
+        );
+    }
+}
+
+fn job(id: &str, user: &str, thread: &str, next: Option<i64>) -> JobRecord {
+    JobRecord {
+        id: id.into(),
+        user_id: user.into(),
+        name: "daily".into(),
+        schedule: r#"{"every_seconds":3600}"#.into(),
+        timezone: "UTC".into(),
+        prompt: "summarise".into(),
+        config: "{}".into(),
+        enabled: true,
+        thread_id: thread.into(),
+        next_run_at: next,
+        created_at: 1,
+        updated_at: 1,
+    }
+}
+
+#[tokio::test]
+async fn a_jobs_thread_is_its_owners_from_the_start_and_jobs_are_per_user() {
+    for (backend, store) in backends().await {
+        let t = thread();
+        store
+            .create_job(&job("j1", "alice", &t, Some(10)))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.thread_owner(&t).await.unwrap().as_deref(),
+            Some("alice"),
+            "{backend}"
+        );
+        // Nobody else can post to it.
+        let bobs = input(&t, "b1", "mine now");
+        let err = store.accept_run(new_run("bob", &bobs, "h")).await;
+        assert!(matches!(err, Err(Error::NotFound(_))), "{backend}: {err:?}");
+        // A job on a thread in use is refused, and nothing is written.
+        let err = store.create_job(&job("j2", "bob", &t, Some(10))).await;
+        assert!(matches!(err, Err(Error::Conflict(_))), "{backend}: {err:?}");
+        assert_eq!(store.jobs("bob").await.unwrap(), [], "{backend}");
+        // Lookups are per user.
+        assert!(store.job("bob", "j1").await.unwrap().is_none(), "{backend}");
+        assert!(
+            store.job_of_thread("bob", &t).await.unwrap().is_none(),
+            "{backend}"
+        );
+        assert_eq!(
+            store
+                .job_of_thread("alice", &t)
+                .await
+                .unwrap()
+                .map(|j| j.id),
+            Some("j1".into()),
+            "{backend}"
+        );
+        // Bob can neither change nor delete it; an update never creates.
+        let mut stolen = job("j1", "bob", &thread(), Some(1));
+        stolen.prompt = "leak".into();
+        assert!(!store.update_job(&stolen).await.unwrap(), "{backend}");
+        assert!(
+            !store
+                .update_job(&job("ghost", "alice", &t, None))
+                .await
+                .unwrap(),
+            "{backend}"
+        );
+        assert!(
+            store.job("alice", "ghost").await.unwrap().is_none(),
+            "{backend}"
+        );
+        assert!(!store.delete_job("bob", "j1").await.unwrap(), "{backend}");
+        let kept = store.job("alice", "j1").await.unwrap().unwrap();
+        assert_eq!(
+            (kept.prompt.as_str(), kept.thread_id.as_str()),
+            ("summarise", t.as_str()),
+            "{backend}"
+        );
+        // Alice can; the thread stays hers.
+        let mut renamed = kept.clone();
+        renamed.name = "weekly".into();
+        renamed.updated_at = 2;
+        assert!(store.update_job(&renamed).await.unwrap(), "{backend}");
+        assert_eq!(store.jobs("alice").await.unwrap(), [renamed], "{backend}");
+        assert!(store.delete_job("alice", "j1").await.unwrap(), "{backend}");
+        assert_eq!(
+            store.thread_owner(&t).await.unwrap().as_deref(),
+            Some("alice"),
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_due_tick_is_started_by_one_scheduler_only() {
+    for (backend, store) in backends().await {
+        store
+            .create_job(&job("early", "alice", &thread(), Some(10)))
+            .await
+            .unwrap();
+        store
+            .create_job(&job("late", "alice", &thread(), Some(30)))
+            .await
+            .unwrap();
+        store
+            .create_job(&job("off", "alice", &thread(), None))
+            .await
+            .unwrap();
+        let due: Vec<String> = store
+            .due_jobs(20, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|j| j.id)
+            .collect();
+        assert_eq!(due, ["early"], "{backend}");
+        assert!(
+            store.advance_job("early", 10, Some(40)).await.unwrap(),
+            "{backend}"
+        );
+        // A second scheduler with the same tick loses the compare-and-set.
+        assert!(
+            !store.advance_job("early", 10, Some(40)).await.unwrap(),
+            "{backend}"
+        );
+        let due: Vec<String> = store
+            .due_jobs(35, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|j| j.id)
+            .collect();
+        assert_eq!(due, ["late"], "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn calendar_events_belong_to_one_user() {
+    for (backend, store) in backends().await {
+        let event = |user: &str, title: &str, start: i64| CalendarEvent {
+            id: "e1".into(),
+            user_id: user.into(),
+            title: title.into(),
+            start_ms: start,
+            end_ms: start + 100,
+            timezone: "Europe/Paris".into(),
+        };
+        assert!(
+            store
+                .put_calendar_event(&event("alice", "dentist", 1000), 1)
+                .await
+                .unwrap(),
+            "{backend}"
+        );
+        // Bob cannot overwrite alice's event by reusing its id.
+        assert!(
+            !store
+                .put_calendar_event(&event("bob", "mine", 1000), 2)
+                .await
+                .unwrap(),
+            "{backend}"
+        );
+        assert!(
+            store.calendar_event("bob", "e1").await.unwrap().is_none(),
+            "{backend}"
+        );
+        assert!(
+            !store.delete_calendar_event("bob", "e1").await.unwrap(),
+            "{backend}"
+        );
+        // Alice's update is an update.
+        store
+            .put_calendar_event(&event("alice", "dentist (moved)", 2000), 3)
+            .await
+            .unwrap();
+        let got = store.calendar_event("alice", "e1").await.unwrap().unwrap();
+        assert_eq!(got, event("alice", "dentist (moved)", 2000), "{backend}");
+        // Overlap, half-open: [2000, 2100) meets [2050, 3000) but not [2100, 3000).
+        assert_eq!(
+            store
+                .calendar_events("alice", 2050, 3000, 10)
+                .await
+                .unwrap()
+                .len(),
+            1,
+            "{backend}"
+        );
+        assert!(
+            store
+                .calendar_events("alice", 2100, 3000, 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "{backend}"
+        );
+        assert!(
+            store
+                .calendar_events("bob", 0, i64::MAX, 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "{backend}"
+        );
+        assert!(
+            store.delete_calendar_event("alice", "e1").await.unwrap(),
+            "{backend}"
+        );
+        assert!(
+            store.calendar_event("alice", "e1").await.unwrap().is_none(),
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn profiles_and_attachment_records() {
+    for (backend, store) in backends().await {
+        assert!(
+            store.settings("alice").await.unwrap().is_empty(),
+            "{backend}"
+        );
+        let settings = json!({"timezone": "Asia/Tokyo", "locale": "ja"});
+        let settings = settings.as_object().unwrap();
+        store.set_settings("alice", settings, 1).await.unwrap();
+        assert_eq!(
+            &store.settings("alice").await.unwrap(),
+            settings,
+            "{backend}"
+        );
+        assert!(store.settings("bob").await.unwrap().is_empty(), "{backend}");
+
+        assert!(store.attachment("a1").await.unwrap().is_none(), "{backend}");
+        store
+            .insert_attachment("a1", "alice", "image/png", 42, 1)
+            .await
+            .unwrap();
+        let record = store.attachment("a1").await.unwrap().unwrap();
+        assert_eq!(
+            (record.user_id.as_str(), record.mime_type.as_str()),
+            ("alice", "image/png"),
+            "{backend}"
+        );
+        // An id is never reused.
+        assert!(
+            store
+                .insert_attachment("a1", "bob", "image/png", 1, 2)
+                .await
+                .is_err(),
+            "{backend}"
+        );
+        assert_eq!(
+            store.attachment("a1").await.unwrap().unwrap().user_id,
+            "alice",
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn latest_thread_is_the_users_most_recently_active_one() {
+    for (backend, store) in backends().await {
+        let (a, b) = (thread(), thread());
+        assert_eq!(
+            store.latest_thread("alice").await.unwrap(),
+            None,
+            "{backend}"
+        );
+        let ra = input(&a, "ra", "x");
+        let rb = input(&b, "rb", "y");
+        let mut first = new_run("alice", &ra, "1");
+        first.now_ms = 10;
+        let mut second = new_run("alice", &rb, "2");
+        second.now_ms = 20;
+        store.accept_run(first).await.unwrap();
+        store.accept_run(second).await.unwrap();
+        assert_eq!(
+            store.latest_thread("alice").await.unwrap(),
+            Some(b),
+            "{backend}"
+        );
+        assert_eq!(store.latest_thread("bob").await.unwrap(), None, "{backend}");
+    }
+}
+
+/// SQLite alone: the file is the database.
+mod sqlite {
+    use super::*;
+    use agwire_service::store::RunStore;
+
+    #[tokio::test]
+    async fn data_survives_reopening_and_a_newer_schema_is_refused() {
+        let dir = std::env::temp_dir().join(format!("agwire-contract-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("agwire.db");
+        let t = thread();
+        let r1 = input(&t, "r1", "hi");
+        {
+            let store = SqliteStore::open(&path).await.unwrap();
+            store.accept_run(new_run("alice", &r1, "h")).await.unwrap();
+        }
+        let store = SqliteStore::open(&path).await.unwrap();
+        let again = store.accept_run(new_run("alice", &r1, "h")).await.unwrap();
+        assert!(again.replayed);
+        drop(store);
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
+        sqlx::raw_sql("PRAGMA user_version = 999")
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        let err = SqliteStore::open(&path).await.unwrap_err();
+        assert!(err.to_string().contains("newer than this binary"), "{err}");
+    }
+}
