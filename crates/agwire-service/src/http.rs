@@ -4,14 +4,14 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agwire_codec::negotiate::{Negotiator, WireFormat};
 use agwire_codec::sse::SseEncoder;
-use agwire_core::{BaseEvent, Event, RunAgentInput, RunErrorEvent, RunFinishedOutcome};
-use agwire_server::{CancellationToken, DynAgent, run_detached};
+use agwire_core::{Event, RunAgentInput};
+use agwire_server::DynAgent;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, Request, State};
@@ -20,17 +20,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_core::Stream;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
-use tokio_util::task::TaskTracker;
+use tokio::sync::mpsc;
 
 use crate::attachments::{Attachments, REFERENCE_PREFIX, sniff};
 use crate::auth::Auth;
 use crate::config::{BusyThread, Config};
 use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::runs::hub::{Hub, Producer};
-use crate::store::{Admission, Ending, NewRun, RunStatus, Store};
-use crate::validate::{ClientTime, RuntimeMode};
+use crate::runs::{Engine, RunRequest};
+use crate::store::{Admission, Store};
 use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 
 /// Backend tools (frontend tools may not reuse their names).
@@ -38,44 +36,21 @@ const BACKEND_TOOLS: &[&str] = &crate::brain::tools::NAMES;
 /// Keep-alive comment period on idle SSE streams.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// The running service: store, live hub, the agent runs execute, and the
-/// runs in progress on this process.
+/// The service: the run engine behind the HTTP API, with the API's own
+/// settings (auth, limits, uploads).
 #[derive(Clone)]
 pub struct Service {
-    pub(crate) store: Arc<dyn Store>,
-    hub: Hub,
-    brain: Arc<dyn crate::brain::Brain>,
-    shutdown: CancellationToken,
-    /// The cancel token of each run executing on this process.
-    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    pub(crate) engine: Engine,
     attachments: Option<Attachments>,
     auth: Auth,
     options: Options,
-    metrics: Arc<Metrics>,
-    /// The agent catalogue (`system_agents.yaml`); jobs are checked against it.
-    pub(crate) runtime: Arc<crate::brain::agents::RuntimeConfig>,
-    /// The executions on this process (the drain waits for them).
-    executions: TaskTracker,
-    /// Wakes the dispatcher: a run was accepted, or one ended.
-    dispatch: Arc<tokio::sync::Notify>,
-    /// Shutting down: no new runs.
-    draining: Arc<std::sync::atomic::AtomicBool>,
-    /// Cancelled when the drain starts (background loops stop).
-    stop: CancellationToken,
 }
-
-/// Runs the dispatcher takes per claim (one transaction).
-const CLAIM_BATCH: u32 = 64;
-/// How often the dispatcher looks for runnable runs nobody told it about
-/// (a safety net: accepts and endings wake it at once).
-const SWEEP_PERIOD: Duration = Duration::from_secs(5);
 
 /// The settings the HTTP layer reads on every request.
 #[derive(Debug, Clone)]
 struct Options {
     busy_thread: BusyThread,
     agui_max_payload_bytes: usize,
-    max_concurrent: usize,
     public_url: Option<String>,
     metrics_public: bool,
     http: crate::config::HttpConfig,
@@ -86,7 +61,6 @@ impl Options {
         Self {
             busy_thread: config.runs.busy_thread,
             agui_max_payload_bytes: config.runs.agui_max_payload_bytes,
-            max_concurrent: config.runs.max_concurrent,
             public_url: config
                 .public_url
                 .as_ref()
@@ -109,9 +83,7 @@ impl std::fmt::Debug for Service {
     }
 }
 
-pub(crate) fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
-}
+pub(crate) use crate::runs::now_ms;
 
 /// The authenticated user of a request (401 without a valid token when auth
 /// is on).
@@ -164,60 +136,36 @@ impl From<Error> for Response {
     }
 }
 
-/// A validated run, ready to be accepted: who asks, what, and what
-/// validation established about it.
-#[derive(Debug, Clone)]
-pub(crate) struct RunRequest {
-    /// Its owner.
-    pub user: String,
-    /// What it runs.
-    pub input: RunAgentInput,
-    /// `forwardedProps.runtime_mode` (`None` on the standard AG-UI endpoint).
-    pub mode: Option<RuntimeMode>,
-    /// `forwardedProps.client_time`, checked.
-    pub client_time: Option<ClientTime>,
-    /// Busy-thread and history rules.
-    pub admission: Admission,
-}
-
 impl Service {
     /// A service over `store` running `agent`.
     pub fn new(store: Arc<dyn Store>, agent: Arc<dyn DynAgent>) -> Self {
         Self {
-            store,
-            hub: Hub::default(),
-            brain: Arc::new(crate::brain::Fixed::new(agent, "builtin")),
-            shutdown: CancellationToken::new(),
-            running: Arc::default(),
+            engine: Engine::new(store, agent),
             attachments: None,
             auth: Auth::none(),
             options: Options::default(),
-            metrics: Arc::default(),
-            runtime: Arc::new(crate::brain::agents::RuntimeConfig::builtin()),
-            executions: TaskTracker::new(),
-            dispatch: Arc::default(),
-            draining: Arc::default(),
-            stop: CancellationToken::new(),
         }
     }
 
     /// What builds each run's agent (default: the agent given to
     /// [`Service::new`], for every run).
     pub fn with_brain(mut self, brain: Arc<dyn crate::brain::Brain>) -> Self {
-        self.brain = brain;
+        self.engine.brain = brain;
         self
     }
 
     /// The agent catalogue runs choose from (default: the shipped one).
     pub fn with_runtime(mut self, runtime: crate::brain::agents::RuntimeConfig) -> Self {
-        self.runtime = Arc::new(runtime);
+        self.engine.runtime = Arc::new(runtime);
         self
     }
 
     /// Applies the HTTP-level settings of `config` (busy-thread policy,
-    /// `/api/v1/agui` body limit, public URL, `/metrics` access).
+    /// `/api/v1/agui` body limit, public URL, `/metrics` access) and the
+    /// engine's concurrency limit.
     pub fn with_config(mut self, config: &Config) -> Self {
         self.options = Options::of(config);
+        self.engine.max_concurrent = config.runs.max_concurrent;
         self
     }
 
@@ -230,80 +178,34 @@ impl Service {
     /// Accepts uploads and signs their URLs (without it, no URL passes the
     /// signed-URL rule).
     pub fn with_attachments(mut self, attachments: Attachments) -> Self {
+        self.engine.attachments = Some(attachments.clone());
         self.attachments = Some(attachments);
         self
     }
 
-    /// Starts the service's engine: runs a crash left `running` end as
-    /// failed with a `RUN_ERROR` (code `server_restart`) after a valid start
-    /// of their log; queued runs are executed; from then on the dispatcher
-    /// executes every run that becomes runnable (accepted, or next on its
-    /// thread) until the drain.
+    /// The run engine (the scheduler and embedders call it directly).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Starts the engine (see [`Engine::start`]).
     pub async fn start(&self) -> Result<(), Error> {
-        for run in self.store.interrupted_runs().await? {
-            let why = "the server restarted while the run was in progress";
-            let error = Event::RunError(RunErrorEvent {
-                message: why.into(),
-                code: Some("server_restart".into()),
-                usage: None,
-                base: BaseEvent::default(),
-            });
-            let detail = json!({"message": why, "code": "server_restart"});
-            let ending = Ending {
-                status: RunStatus::Failed,
-                error: Some(&detail),
-                usage: None,
-                terminal: &error,
-                output: &[],
-                ui_schema: None,
-            };
-            self.store.end_run(&run.task_id, &ending, now_ms()).await?;
-            tracing::warn!(
-                run_id = run.run_id,
-                "run interrupted by a restart, marked failed"
-            );
-        }
-        let dispatcher = self.clone();
-        tokio::spawn(async move { dispatcher.dispatch_loop().await });
-        Ok(())
+        self.engine.start().await
     }
 
     /// Cancels every run in progress (shutdown); they finish as cancelled.
     pub fn cancel_all(&self) {
-        self.shutdown.cancel();
-    }
-
-    /// Resolves when the service starts shutting down.
-    pub(crate) async fn stopping(&self) {
-        self.stop.cancelled().await;
+        self.engine.cancel_all();
     }
 
     /// Runs executing on this process now.
     pub fn running(&self) -> usize {
-        self.executions.len()
+        self.engine.running()
     }
 
-    /// Shutdown: new runs are refused (503); running ones get `grace` to
-    /// finish, then are cancelled (they end as `cancelled`); queued ones stay
-    /// queued for the next start; open streams end so connections close.
+    /// Shutdown (see [`Engine::drain`]).
     pub async fn drain(&self, grace: Duration) {
-        use std::sync::atomic::Ordering;
-        self.draining.store(true, Ordering::SeqCst);
-        self.stop.cancel();
-        self.executions.close();
-        if tokio::time::timeout(grace, self.executions.wait())
-            .await
-            .is_err()
-        {
-            tracing::info!(
-                runs = self.running(),
-                "grace period over: cancelling the running runs"
-            );
-            self.cancel_all();
-            // Cancelled runs only need to write their end.
-            let _ = tokio::time::timeout(Duration::from_secs(5), self.executions.wait()).await;
-        }
-        self.hub.close_all();
+        self.engine.drain(grace).await;
     }
 
     /// Every route the service answers, as (method, path): `/openapi.json`
@@ -364,7 +266,7 @@ impl Service {
             .route(
                 "/healthz",
                 get(|service: State<Service>| async move {
-                    axum::Json(json!({"status": "ok", "agent": service.brain.describe()}))
+                    axum::Json(json!({"status": "ok", "agent": service.engine.brain.describe()}))
                 }),
             )
             .route("/metrics", get(get_metrics))
@@ -377,15 +279,18 @@ impl Service {
             .route("/api/v1/agent/attachments/{id}", get(download_attachment))
             .route(
                 "/api/v1/automation/jobs",
-                post(crate::jobs::create).get(crate::jobs::list),
+                post(crate::api::jobs::create).get(crate::api::jobs::list),
             )
             .route(
                 "/api/v1/automation/jobs/{id}",
-                get(crate::jobs::read)
-                    .patch(crate::jobs::update)
-                    .delete(crate::jobs::remove),
+                get(crate::api::jobs::read)
+                    .patch(crate::api::jobs::update)
+                    .delete(crate::api::jobs::remove),
             )
-            .route("/api/v1/automation/jobs/{id}/runs", get(crate::jobs::runs))
+            .route(
+                "/api/v1/automation/jobs/{id}/runs",
+                get(crate::api::jobs::runs),
+            )
             .route("/api/v1/calendar/events", get(calendar_events))
             .layer(from_fn(body_limit(
                 http.max_body_bytes,
@@ -408,410 +313,10 @@ impl Service {
             .layer(from_fn(json_errors))
     }
 
-    /// Executes runnable runs (claimed from the store in batches) whenever
-    /// woken, and every [`SWEEP_PERIOD`] in case a wake-up was missed, until
-    /// the drain.
-    async fn dispatch_loop(&self) {
-        loop {
-            if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
-                return;
-            }
-            // Each claimed run's cancel token is registered before the claim
-            // commits: a cancel that sees the run `running` finds it.
-            let register = |task_id: &str| {
-                if let Ok(mut running) = self.running.lock() {
-                    running.insert(task_id.to_owned(), self.shutdown.child_token());
-                }
-            };
-            let forget = |task_id: &str| {
-                if let Ok(mut running) = self.running.lock() {
-                    running.remove(task_id);
-                }
-            };
-            let room = self.options.max_concurrent.saturating_sub(self.running());
-            let limit = CLAIM_BATCH.min(u32::try_from(room).unwrap_or(u32::MAX));
-            let claim = async {
-                if limit == 0 {
-                    return Ok(Vec::new());
-                }
-                self.store
-                    .claim_runnable(limit, now_ms(), &register, &forget)
-                    .await
-            };
-            match claim.await {
-                Ok(claimed) => {
-                    let full = limit > 0 && claimed.len() == limit as usize;
-                    for run in claimed {
-                        self.spawn_execution(run);
-                    }
-                    if full {
-                        continue;
-                    }
-                }
-                Err(error) => tracing::error!(%error, "could not claim runs"),
-            }
-            tokio::select! {
-                () = self.dispatch.notified() => {}
-                () = tokio::time::sleep(SWEEP_PERIOD) => {}
-                () = self.stop.cancelled() => return,
-            }
-        }
-    }
-
-    /// Executes a claimed run on a task of its own.
-    fn spawn_execution(&self, run: crate::store::Claimed) {
-        let cancel = self
-            .running
-            .lock()
-            .ok()
-            .and_then(|running| running.get(&run.task_id).cloned())
-            .unwrap_or_else(|| self.shutdown.child_token());
-        let service = self.clone();
-        self.executions.spawn(async move {
-            let producer = service.hub.produce(&run.task_id);
-            let task_id = run.task_id.clone();
-            service.execute(run, cancel, &producer).await;
-            if let Ok(mut running) = service.running.lock() {
-                running.remove(&task_id);
-            }
-            drop(producer);
-            // The thread's next run (if one waits) is runnable now.
-            service.dispatch.notify_one();
-        });
-    }
-
-    /// Runs the agent, appending its events to the log as they come and
-    /// ending the run (status, output, terminal event) in one transaction.
-    async fn execute(
-        &self,
-        run: crate::store::Claimed,
-        cancel: CancellationToken,
-        live: &Producer,
-    ) {
-        let task_id = run.task_id.as_str();
-        let (tx, mut rx) = mpsc::channel(64);
-        let agent = match self.setup(&run).await {
-            Ok(setup) => self.brain.agent(setup),
-            Err(error) => {
-                tracing::error!(%error, "could not prepare the run");
-                let failure = Event::RunError(RunErrorEvent {
-                    message: "the run could not be prepared".into(),
-                    code: Some("internal".into()),
-                    usage: None,
-                    base: BaseEvent::default(),
-                });
-                self.end(task_id, &failure, &[], live).await;
-                return;
-            }
-        };
-        let input = run.input;
-        let producer = tokio::spawn(async move { run_detached(&*agent, input, tx, cancel).await });
-        // What the run says, folded into the thread's messages at its end.
-        let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
-        // Events that are ready together are appended in one transaction.
-        let mut batch: Vec<Event> = Vec::with_capacity(64);
-        let mut ended = false;
-        'run: while rx.recv_many(&mut batch, 64).await > 0 {
-            let mut events = std::mem::take(&mut batch);
-            let terminal = events.iter().position(is_terminal);
-            let rest = terminal.map(|i| events.split_off(i)).unwrap_or_default();
-            for event in &events {
-                output.apply(event);
-            }
-            if !events.is_empty() && !self.append_and_publish(task_id, events, live).await {
-                break 'run;
-            }
-            if let Some(end) = rest.into_iter().next() {
-                ended = self.end(task_id, &end, &output.messages, live).await;
-                break 'run;
-            }
-        }
-        drop(rx);
-        let _ = producer.await;
-        if !ended {
-            // The log refused events, or the agent vanished without an end:
-            // the run still ends, with what it said so far.
-            let failure = Event::RunError(RunErrorEvent {
-                message: "the run could not be recorded".into(),
-                code: Some("internal".into()),
-                usage: None,
-                base: BaseEvent::default(),
-            });
-            self.end(task_id, &failure, &output.messages, live).await;
-        }
-    }
-
-    /// What the run's agent needs besides its input.
-    async fn setup(&self, run: &crate::store::Claimed) -> Result<crate::brain::RunSetup, Error> {
-        use crate::validate::RuntimeMode;
-        let (user, input, mode) = (run.user_id.as_str(), &run.input, run.mode);
-        let settings = self.store.settings(user).await?;
-        let clock = crate::clock::RunClock::resolve(
-            run.client_time.as_ref(),
-            settings.get("timezone").and_then(Value::as_str),
-            jiff::Timestamp::now(),
-        );
-        let locale = settings
-            .get("locale")
-            .and_then(Value::as_str)
-            .unwrap_or("en")
-            .to_owned();
-        let history = self
-            .store
-            .thread_messages(
-                &input.thread_id,
-                &["user", "assistant", "tool", "system", "developer"],
-            )
-            .await?
-            .into_iter()
-            .map(|stored| stored.message)
-            .collect();
-        let history = self.inline_attachments(user, history).await;
-        let runtime = match mode {
-            Some(RuntimeMode::Automation) => {
-                match self.store.job_of_thread(user, &input.thread_id).await? {
-                    Some(job) => {
-                        let job_runtime: crate::brain::agents::JobRuntime =
-                            serde_json::from_str(&job.config)?;
-                        self.runtime.for_job(&job_runtime)?
-                    }
-                    // An automation run without a job (posted by hand): the
-                    // default agent alone.
-                    None => self
-                        .runtime
-                        .for_job(&crate::brain::agents::JobRuntime::default())?,
-                }
-            }
-            _ => (*self.runtime).clone(),
-        };
-        Ok(crate::brain::RunSetup {
-            user: user.to_owned(),
-            mode,
-            clock,
-            locale,
-            history,
-            runtime,
-            store: self.store.clone(),
-        })
-    }
-
-    /// The model must see the user's images: stored attachment references
-    /// become `data:` URLs (the user's own attachments only; ones that are
-    /// gone or too large stay references, which the model is told about as
-    /// text).
-    async fn inline_attachments(
-        &self,
-        user: &str,
-        mut history: Vec<agwire_core::Message>,
-    ) -> Vec<agwire_core::Message> {
-        use agwire_core::{Content, ContentPart, Message, PartSource};
-        use base64::Engine;
-        /// Largest image sent inline.
-        const MAX_INLINE: usize = 5 * 1024 * 1024;
-        let Some(attachments) = &self.attachments else {
-            return history;
-        };
-        for message in &mut history {
-            let Message::User(message) = message else {
-                continue;
-            };
-            let Content::Parts(parts) = &mut message.content else {
-                continue;
-            };
-            for part in parts.iter_mut() {
-                let ContentPart::Image(media) = part else {
-                    continue;
-                };
-                let PartSource::Url { value, .. } = &mut media.source else {
-                    continue;
-                };
-                let Some(id) = value.strip_prefix(REFERENCE_PREFIX).map(str::to_owned) else {
-                    continue;
-                };
-                let Ok(Some(record)) = self.store.attachment(&id).await else {
-                    continue;
-                };
-                let mime = record.mime_type;
-                if record.user_id != user {
-                    continue;
-                }
-                match attachments.load(&id) {
-                    Ok(bytes) if bytes.len() <= MAX_INLINE => {
-                        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                        *value = format!("data:{mime};base64,{data}");
-                    }
-                    _ => {}
-                }
-            }
-        }
-        history
-    }
-
-    /// Writes a run's end; true when this call ended it.
-    async fn end(
-        &self,
-        task_id: &str,
-        terminal: &Event,
-        said: &[agwire_core::Message],
-        live: &Producer,
-    ) -> bool {
-        let (status, error, usage) = match terminal {
-            Event::RunFinished(e) => (
-                match e.outcome {
-                    Some(RunFinishedOutcome::Interrupt { .. }) => RunStatus::Interrupted,
-                    Some(RunFinishedOutcome::Cancelled) => RunStatus::Cancelled,
-                    _ => RunStatus::Succeeded,
-                },
-                None,
-                e.usage.as_ref(),
-            ),
-            Event::RunError(e) => (
-                RunStatus::Failed,
-                Some(json!({"message": e.message, "code": e.code})),
-                e.usage.as_ref(),
-            ),
-            _ => return false,
-        };
-        let usage = usage.and_then(|u| serde_json::to_value(u).ok());
-        // Tool messages too: the runtime needs them; history never shows them.
-        let output: Vec<agwire_core::Message> = said
-            .iter()
-            .filter(|m| {
-                matches!(
-                    m,
-                    agwire_core::Message::Assistant(_) | agwire_core::Message::Tool(_)
-                )
-            })
-            .cloned()
-            .collect();
-        // The turn's UI streamed as an `ui_schema` activity; the last one is
-        // what history shows under the answer.
-        let ui_schema = said.iter().rev().find_map(|m| match m {
-            agwire_core::Message::Activity(a) if a.activity_type == "ui_schema" => {
-                Some(Value::Object(a.content.clone()))
-            }
-            _ => None,
-        });
-        let ending = Ending {
-            status,
-            error: error.as_ref(),
-            usage: usage.as_ref(),
-            terminal,
-            output: &output,
-            ui_schema: ui_schema.as_ref(),
-        };
-        let started = std::time::Instant::now();
-        match self.store.end_run(task_id, &ending, now_ms()).await {
-            Ok(Some(seq)) => {
-                self.metrics.appended(1, started.elapsed());
-                live.publish(seq, terminal.clone());
-                true
-            }
-            Ok(None) => false,
-            Err(error) => {
-                tracing::error!(%error, "could not end run");
-                false
-            }
-        }
-    }
-
-    /// Appends events to the log, then (only then) publishes them. False
-    /// when the log could not take them: the run then fails.
-    async fn append_and_publish(&self, task_id: &str, events: Vec<Event>, live: &Producer) -> bool {
-        let started = std::time::Instant::now();
-        match self.store.append_events(task_id, &events).await {
-            Ok(first) => {
-                self.metrics.appended(events.len(), started.elapsed());
-                for (i, event) in events.into_iter().enumerate() {
-                    live.publish(first + i as u64, event);
-                }
-                true
-            }
-            Err(error) => {
-                tracing::error!(%error, "could not append events; the run fails");
-                false
-            }
-        }
-    }
-
-    /// Ends a run that has not started as cancelled, if it still has not
-    /// (false when a worker took it first). Its log gets `RUN_STARTED` then
-    /// `RUN_FINISHED` with outcome `cancelled`, so it is still a valid run.
-    async fn cancel_unstarted(
-        &self,
-        task_id: &str,
-        thread_id: &str,
-        run_id: &str,
-    ) -> Result<bool, Error> {
-        let events = [
-            crate::store::run_started(thread_id, run_id),
-            Event::RunFinished(agwire_core::RunFinishedEvent {
-                thread_id: thread_id.to_owned(),
-                run_id: run_id.to_owned(),
-                result: None,
-                outcome: Some(RunFinishedOutcome::Cancelled),
-                usage: None,
-                base: BaseEvent::default(),
-            }),
-        ];
-        let Some(first) = self.store.cancel_queued(task_id, &events, now_ms()).await? else {
-            return Ok(false);
-        };
-        for (i, event) in events.into_iter().enumerate() {
-            self.hub.publish(task_id, first + i as u64, event);
-        }
-        Ok(true)
-    }
-
-    /// Stores an accepted run and hands it to the engine (it executes as
-    /// soon as its thread is free).
-    ///
-    /// The write and the hand-off happen on a task of their own: a client
-    /// that goes away mid-request cannot leave a committed run behind that
-    /// nobody starts (the dispatcher's sweep is the second line of defence).
-    pub(crate) async fn accept(&self, run: RunRequest) -> Result<crate::store::Accepted, Error> {
-        if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(Error::Unavailable(
-                "the server is shutting down; retry shortly".into(),
-            ));
-        }
-        let service = self.clone();
-        tokio::spawn(async move {
-            let fingerprint = serde_json::to_string(&run.input)?;
-            let accepted = service
-                .store
-                .accept_run(NewRun {
-                    user: &run.user,
-                    input: &run.input,
-                    request_hash: &fingerprint,
-                    mode: run.mode,
-                    client_time: run.client_time.as_ref(),
-                    admission: run.admission,
-                    now_ms: now_ms(),
-                })
-                .await?;
-            if !accepted.replayed {
-                service.metrics.run_accepted();
-                service.dispatch.notify_one();
-            }
-            Ok(accepted)
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("accepting a run failed: {e}")))?
-    }
-
     /// The run's events after `after`, then live ones, until its terminal event.
     fn stream(&self, task_id: String, after: u64, format: WireFormat) -> Response {
-        let (tx, rx) = mpsc::channel(64);
-        tokio::spawn(follow(
-            self.store.clone(),
-            self.hub.clone(),
-            self.stop.clone(),
-            task_id,
-            after,
-            tx,
-        ));
-        let body = LogBody::new(rx, format, Metrics::stream_opened(&self.metrics));
+        let rx = self.engine.follow(task_id, after);
+        let body = LogBody::new(rx, format, Metrics::stream_opened(&self.engine.metrics));
         let mut response = Response::new(Body::from_stream(body));
         let headers = response.headers_mut();
         headers.insert(
@@ -821,83 +326,6 @@ impl Service {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
         response
-    }
-}
-
-fn is_terminal(event: &Event) -> bool {
-    matches!(event, Event::RunFinished(_) | Event::RunError(_))
-}
-
-/// Subscribe first, then backfill from the log, then live events not yet
-/// sent; a lagging follower re-reads the log. A run that is still queued (or
-/// executes elsewhere) is waited for; the stream ends after the run's
-/// terminal event, or when the service stops.
-async fn follow(
-    store: Arc<dyn Store>,
-    hub: Hub,
-    stop: CancellationToken,
-    task_id: String,
-    after: u64,
-    tx: mpsc::Sender<(u64, Arc<Event>)>,
-) {
-    let mut live = hub.subscribe(&task_id);
-    let mut last = after;
-    // Sends the log after `last`; false when the stream is over (terminal
-    // event sent, or the client gone).
-    let backfill = async |last: &mut u64| -> bool {
-        let events = match store.events_after(&task_id, *last).await {
-            Ok(events) => events,
-            Err(error) => {
-                tracing::error!(%error, "could not read a run's log");
-                return false;
-            }
-        };
-        for (seq, event) in events {
-            *last = seq;
-            let terminal = is_terminal(&event);
-            if tx.send((seq, Arc::new(event))).await.is_err() || terminal {
-                return false;
-            }
-        }
-        true
-    };
-    loop {
-        if !backfill(&mut last).await {
-            return;
-        }
-        // The log does not end the run (yet): is it still to come?
-        let active = match store.run_status(&task_id).await {
-            Ok(Some(status)) => status.is_active(),
-            Ok(None) => false,
-            Err(error) => {
-                tracing::error!(%error, "could not read a run's status");
-                return;
-            }
-        };
-        if !active || stop.is_cancelled() {
-            // Its end was written with its status: one last read has it.
-            backfill(&mut last).await;
-            return;
-        }
-        loop {
-            match live.recv().await {
-                Ok((seq, event)) if seq > last => {
-                    last = seq;
-                    let terminal = is_terminal(&event);
-                    if tx.send((seq, event)).await.is_err() || terminal {
-                        return;
-                    }
-                }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => break,
-                Err(broadcast::error::RecvError::Closed) => {
-                    // The run stopped executing here, or the service stops:
-                    // the log tells which.
-                    live = hub.subscribe(&task_id);
-                    break;
-                }
-            }
-        }
     }
 }
 
@@ -984,7 +412,7 @@ async fn post_run(State(service): State<Service>, User(user): User, request: Req
         client_time: run.client_time,
         admission,
     };
-    let accepted = match service.accept(request).await {
+    let accepted = match service.engine.accept(request).await {
         Ok(accepted) => accepted,
         Err(error) => return error.into(),
     };
@@ -1016,7 +444,7 @@ async fn get_run(
     User(user): User,
     Path(run_id): Path<String>,
 ) -> Response {
-    match service.store.run(&user, &run_id).await {
+    match service.engine.store.run(&user, &run_id).await {
         Ok(Some(run)) => axum::Json(json!({
             "taskId": run.task_id,
             "threadId": run.thread_id,
@@ -1041,7 +469,7 @@ async fn get_events(
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    let run = match service.store.run(&user, &run_id).await {
+    let run = match service.engine.store.run(&user, &run_id).await {
         Ok(Some(run)) => run,
         Ok(None) => return detail(StatusCode::NOT_FOUND, "run not found"),
         Err(error) => return error.into(),
@@ -1073,31 +501,13 @@ async fn cancel_run(
     User(user): User,
     Path(run_id): Path<String>,
 ) -> Response {
-    let run = match service.store.run(&user, &run_id).await {
+    let run = match service.engine.store.run(&user, &run_id).await {
         Ok(Some(run)) => run,
         Ok(None) => return detail(StatusCode::NOT_FOUND, "run not found"),
         Err(error) => return error.into(),
     };
-    if run.status == RunStatus::Queued {
-        // Not started: it ends here, unless the dispatcher takes it this
-        // instant — then its token (registered before the claim commits) is
-        // found below.
-        match service
-            .cancel_unstarted(&run.task_id, &run.thread_id, &run.run_id)
-            .await
-        {
-            Ok(true) => return cancel_accepted(&run.run_id),
-            Ok(false) => {}
-            Err(error) => return error.into(),
-        }
-    }
-    let token = service
-        .running
-        .lock()
-        .ok()
-        .and_then(|r| r.get(&run.task_id).cloned());
-    if let Some(token) = token {
-        token.cancel();
+    if let Err(error) = service.engine.cancel(&run).await {
+        return error.into();
     }
     cancel_accepted(&run.run_id)
 }
@@ -1196,18 +606,19 @@ async fn get_history(
         }
     };
     let thread = match query.get("threadId") {
-        Some(thread) => match service.store.thread_owner(thread).await {
+        Some(thread) => match service.engine.store.thread_owner(thread).await {
             Ok(Some(owner)) if owner == user => Some(thread.clone()),
             Ok(_) => return detail(StatusCode::NOT_FOUND, "thread not found"),
             Err(error) => return error.into(),
         },
-        None => match service.store.latest_thread(&user).await {
+        None => match service.engine.store.latest_thread(&user).await {
             Ok(thread) => thread,
             Err(error) => return error.into(),
         },
     };
     let messages = match &thread {
         Some(thread) => match service
+            .engine
             .store
             .thread_messages(thread, &["user", "assistant"])
             .await
@@ -1217,7 +628,7 @@ async fn get_history(
         },
         None => Vec::new(),
     };
-    let tz = match service.store.settings(&user).await {
+    let tz = match service.engine.store.settings(&user).await {
         Ok(settings) => settings
             .get("timezone")
             .and_then(Value::as_str)
@@ -1233,7 +644,7 @@ async fn get_history(
 }
 
 async fn get_profile(State(service): State<Service>, User(user): User) -> Response {
-    match service.store.settings(&user).await {
+    match service.engine.store.settings(&user).await {
         Ok(settings) => axum::Json(json!({"id": &user, "settings": settings})).into_response(),
         Err(error) => error.into(),
     }
@@ -1287,7 +698,7 @@ async fn patch_profile(State(service): State<Service>, User(user): User, body: B
             );
         }
     }
-    let mut settings = match service.store.settings(&user).await {
+    let mut settings = match service.engine.store.settings(&user).await {
         Ok(settings) => settings,
         Err(error) => return error.into(),
     };
@@ -1299,7 +710,12 @@ async fn patch_profile(State(service): State<Service>, User(user): User, body: B
             settings.insert(key.clone(), value.clone());
         }
     }
-    if let Err(error) = service.store.set_settings(&user, &settings, now_ms()).await {
+    if let Err(error) = service
+        .engine
+        .store
+        .set_settings(&user, &settings, now_ms())
+        .await
+    {
         return error.into();
     }
     axum::Json(json!({"id": &user, "settings": settings})).into_response()
@@ -1437,6 +853,7 @@ async fn upload_attachment(
         return detail(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
     }
     if let Err(error) = service
+        .engine
         .store
         .insert_attachment(&id, &user, mime_type, bytes.len(), now_ms())
         .await
@@ -1462,7 +879,7 @@ async fn download_attachment(
     let Some(attachments) = service.attachments.clone() else {
         return detail(StatusCode::NOT_FOUND, "attachment not found");
     };
-    let owner = match service.store.attachment(&id).await {
+    let owner = match service.engine.store.attachment(&id).await {
         Ok(Some(found)) => found,
         Ok(None) => return detail(StatusCode::NOT_FOUND, "attachment not found"),
         Err(error) => return error.into(),
@@ -1503,7 +920,7 @@ async fn get_metrics(State(service): State<Service>, headers: HeaderMap) -> Resp
             return unauthorized(why);
         }
     }
-    let runs = match service.store.status_counts().await {
+    let runs = match service.engine.store.status_counts().await {
         Ok(runs) => runs,
         Err(error) => return error.into(),
     };
@@ -1512,11 +929,11 @@ async fn get_metrics(State(service): State<Service>, headers: HeaderMap) -> Resp
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
         )],
-        service.metrics.render(
+        service.engine.metrics.render(
             &runs,
             crate::metrics::Held {
                 executing: service.running(),
-                live_channels: service.hub.len(),
+                live_channels: service.engine.hub.len(),
             },
         ),
     )
@@ -1612,7 +1029,7 @@ async fn post_agui(State(service): State<Service>, User(user): User, request: Re
         client_time: None,
         admission,
     };
-    match service.accept(request).await {
+    match service.engine.accept(request).await {
         Ok(accepted) => service.stream(accepted.task_id, 0, format),
         Err(error) => error.into(),
     }
@@ -1645,7 +1062,7 @@ async fn calendar_events(
         return detail(StatusCode::UNPROCESSABLE_ENTITY, "to must be after from");
     }
     match service
-        .store
+        .engine.store
         .calendar_events(&user, from.as_millisecond(), to.as_millisecond(), 500)
         .await
     {

@@ -11,7 +11,7 @@ pub mod history;
 mod http;
 pub mod jobs;
 mod metrics;
-mod runs;
+pub mod runs;
 pub mod server;
 pub mod store;
 pub mod validate;

@@ -372,7 +372,7 @@ async fn an_automation_run_uses_its_jobs_agent_and_tools() {
         .await
         .unwrap();
     let due: jiff::Timestamp = job["nextRunAt"].as_str().unwrap().parse().unwrap();
-    let fired = server.service.run_due_jobs(due).await.unwrap();
+    let fired = server.service.engine().run_due_jobs(due).await.unwrap();
     assert_eq!(fired.len(), 1);
     common::wait_status(server.addr, &fired[0], "succeeded").await;
     // One agent in the job's catalogue: no router call; the worker is the

@@ -178,7 +178,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     }
     // The API, and the web app at / (agwire-web).
     let app = service.router().merge(agwire_web::router());
-    let scheduler = service.clone();
+    let scheduler = service.engine().clone();
     tokio::spawn(async move { scheduler.schedule_jobs(Duration::from_secs(1)).await });
     let draining = service.clone();
     let grace = Duration::from_secs(config.grace_seconds);

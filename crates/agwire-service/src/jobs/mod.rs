@@ -1,6 +1,6 @@
-//! Automation jobs: `POST/GET/PATCH/DELETE /api/v1/automation/jobs`, their
-//! runs, and the scheduler that starts due ticks as `runtime_mode:
-//! automation` runs on the job's own thread.
+//! Automation jobs: their rules (fields, schedules, the next tick) and the
+//! scheduler that starts due ticks as `runtime_mode: automation` runs on the
+//! job's own thread. (`api::jobs` serves them over HTTP.)
 //!
 //! Each tick runs at most once — across restarts and replicas — because
 //! the tick's run id is derived from the job and the tick
@@ -11,16 +11,12 @@
 
 pub mod schedule;
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
-use crate::brain::agents::JobRuntime;
+use crate::brain::agents::{JobRuntime, RuntimeConfig};
 use crate::error::Error;
-use crate::http::{Service, User, detail};
 use crate::jobs::schedule::Schedule;
 use crate::store::{Admission, JobRecord};
 
@@ -28,15 +24,12 @@ use crate::store::{Admission, JobRecord};
 const MAX_NAME: usize = 200;
 const MAX_PROMPT: usize = 10_000;
 /// Jobs one user may have.
-const MAX_JOBS_PER_USER: usize = 100;
+pub(crate) const MAX_JOBS_PER_USER: usize = 100;
 /// Due jobs started per scheduler pass.
 const BATCH: u32 = 100;
 
-fn unprocessable(message: impl AsRef<str>) -> Response {
-    detail(StatusCode::UNPROCESSABLE_ENTITY, message.as_ref())
-}
-
-fn show(job: &JobRecord) -> Value {
+/// A job as the API shows it.
+pub(crate) fn show(job: &JobRecord) -> Value {
     let schedule: Value = serde_json::from_str(&job.schedule).unwrap_or(Value::Null);
     let config: Value = serde_json::from_str(&job.config).unwrap_or_else(|_| json!({}));
     let at = |ms: Option<i64>| {
@@ -60,8 +53,8 @@ fn show(job: &JobRecord) -> Value {
 
 /// Applies the fields of `patch` to `job` (all fields when creating),
 /// checking each; recomputes the next tick.
-fn apply(
-    service: &Service,
+pub(crate) fn apply(
+    runtime: &RuntimeConfig,
     job: &mut JobRecord,
     patch: &Map<String, Value>,
     now: Timestamp,
@@ -106,8 +99,7 @@ fn apply(
     if let Some(config) = patch.get("config") {
         let parsed: JobRuntime =
             serde_json::from_value(config.clone()).map_err(|e| format!("invalid config: {e}"))?;
-        service
-            .runtime
+        runtime
             .for_job(&parsed)
             .map_err(|e| format!("invalid config: {e}"))?;
         job.config = serde_json::to_string(&parsed).unwrap_or_default();
@@ -132,146 +124,6 @@ fn apply(
     Ok(())
 }
 
-fn body_object(body: &[u8]) -> Option<Map<String, Value>> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(map)) => Some(map),
-        _ => None,
-    }
-}
-
-const NOT_AN_OBJECT: &str = "the body must be a JSON object";
-
-pub(crate) async fn create(
-    State(service): State<Service>,
-    User(user): User,
-    body: axum::body::Bytes,
-) -> Response {
-    let Some(patch) = body_object(&body) else {
-        return unprocessable(NOT_AN_OBJECT);
-    };
-    for required in ["name", "schedule", "timezone", "prompt"] {
-        if !patch.contains_key(required) {
-            return unprocessable(format!("{required} is required"));
-        }
-    }
-    match service.store.jobs(&user).await {
-        Ok(jobs) if jobs.len() >= MAX_JOBS_PER_USER => {
-            return unprocessable("too many automation jobs (at most 100)");
-        }
-        Ok(_) => {}
-        Err(error) => return error.into(),
-    }
-    let now = Timestamp::now();
-    let mut job = JobRecord {
-        id: uuid::Uuid::now_v7().to_string(),
-        user_id: user,
-        name: String::new(),
-        schedule: String::new(),
-        timezone: String::new(),
-        prompt: String::new(),
-        config: "{}".into(),
-        enabled: true,
-        thread_id: uuid::Uuid::new_v4().to_string(),
-        next_run_at: None,
-        created_at: now.as_millisecond(),
-        updated_at: now.as_millisecond(),
-    };
-    if let Err(why) = apply(&service, &mut job, &patch, now) {
-        return unprocessable(why);
-    }
-    // The job's thread is created with it, owned by its user.
-    match service.store.create_job(&job).await {
-        Ok(()) => (StatusCode::CREATED, axum::Json(show(&job))).into_response(),
-        Err(error) => error.into(),
-    }
-}
-
-pub(crate) async fn list(State(service): State<Service>, User(user): User) -> Response {
-    match service.store.jobs(&user).await {
-        Ok(jobs) => {
-            axum::Json(json!({"jobs": jobs.iter().map(show).collect::<Vec<_>>()})).into_response()
-        }
-        Err(error) => error.into(),
-    }
-}
-
-async fn owned(service: &Service, user: &str, id: &str) -> Result<JobRecord, Box<Response>> {
-    match service.store.job(user, id).await {
-        Ok(Some(job)) => Ok(job),
-        Ok(None) => Err(Box::new(detail(StatusCode::NOT_FOUND, "job not found"))),
-        Err(error) => Err(Box::new(error.into())),
-    }
-}
-
-pub(crate) async fn read(
-    State(service): State<Service>,
-    User(user): User,
-    Path(id): Path<String>,
-) -> Response {
-    match owned(&service, &user, &id).await {
-        Ok(job) => axum::Json(show(&job)).into_response(),
-        Err(response) => *response,
-    }
-}
-
-pub(crate) async fn update(
-    State(service): State<Service>,
-    User(user): User,
-    Path(id): Path<String>,
-    body: axum::body::Bytes,
-) -> Response {
-    let mut job = match owned(&service, &user, &id).await {
-        Ok(job) => job,
-        Err(response) => return *response,
-    };
-    let Some(patch) = body_object(&body) else {
-        return unprocessable(NOT_AN_OBJECT);
-    };
-    if let Err(why) = apply(&service, &mut job, &patch, Timestamp::now()) {
-        return unprocessable(why);
-    }
-    match service.store.update_job(&job).await {
-        Ok(_) => axum::Json(show(&job)).into_response(),
-        Err(error) => error.into(),
-    }
-}
-
-pub(crate) async fn remove(
-    State(service): State<Service>,
-    User(user): User,
-    Path(id): Path<String>,
-) -> Response {
-    match service.store.delete_job(&user, &id).await {
-        Ok(true) => StatusCode::NO_CONTENT.into_response(),
-        Ok(false) => detail(StatusCode::NOT_FOUND, "job not found"),
-        Err(error) => error.into(),
-    }
-}
-
-pub(crate) async fn runs(
-    State(service): State<Service>,
-    User(user): User,
-    Path(id): Path<String>,
-) -> Response {
-    let job = match owned(&service, &user, &id).await {
-        Ok(job) => job,
-        Err(response) => return *response,
-    };
-    match service.store.thread_runs(&job.thread_id, 100).await {
-        Ok(runs) => axum::Json(json!({"runs": runs.iter().map(|run| json!({
-            "taskId": run.task_id,
-            "runId": run.run_id,
-            "threadId": run.thread_id,
-            "status": run.status.as_str(),
-            "createdAt": run.created_at,
-            "startedAt": run.started_at,
-            "finishedAt": run.finished_at,
-        })).collect::<Vec<_>>()}))
-        .into_response(),
-        Err(error) => error.into(),
-    }
-}
-
 /// The run a job's tick starts (the same bytes every time for one tick, so
 /// a repeated accept is the idempotent re-post).
 fn tick_input(job: &JobRecord, due_ms: i64) -> Result<agwire_core::RunAgentInput, Error> {
@@ -288,7 +140,7 @@ fn tick_input(job: &JobRecord, due_ms: i64) -> Result<agwire_core::RunAgentInput
     Ok(serde_json::from_value(input)?)
 }
 
-impl Service {
+impl crate::runs::Engine {
     /// Starts every job tick due at `now` (the scheduler calls this about
     /// once a second; tests call it with their own clock). Returns the run
     /// ids it started; a tick another scheduler already started is not
@@ -306,7 +158,7 @@ impl Service {
                 enqueue: true,
                 whole_history: false,
             };
-            let request = crate::http::RunRequest {
+            let request = crate::runs::RunRequest {
                 user: job.user_id.clone(),
                 input,
                 mode: Some(crate::validate::RuntimeMode::Automation),
