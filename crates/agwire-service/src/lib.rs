@@ -8,15 +8,15 @@ pub mod clock;
 pub mod config;
 mod error;
 pub mod history;
-mod http;
 pub mod jobs;
 mod metrics;
 pub mod runs;
 pub mod server;
+mod service;
 pub mod store;
 pub mod validate;
 
 pub use brain::builtin::BuiltinAgent;
 pub use config::Config;
 pub use error::Error;
-pub use http::Service;
+pub use service::Service;

@@ -13,9 +13,11 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, Limited};
 
+use crate::api::error::ApiError;
+
 /// An error answer: `{"detail": message}`.
-pub(crate) fn detail(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(serde_json::json!({ "detail": message }))).into_response()
+fn detail(status: StatusCode, message: &str) -> Response {
+    ApiError::new(status, message).into_response()
 }
 
 fn is_json(response: &Response) -> bool {
@@ -138,7 +140,7 @@ pub(crate) fn body_limit(
 /// Whether the request says its body is JSON (`application/json` or
 /// `application/*+json`, any parameters). Both run endpoints require it: a
 /// body sent as `text/plain` is 415, not guessed at.
-pub(crate) fn declares_json(headers: &axum::http::HeaderMap) -> bool {
+fn declares_json(headers: &axum::http::HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -149,12 +151,16 @@ pub(crate) fn declares_json(headers: &axum::http::HeaderMap) -> bool {
         })
 }
 
-/// The 415 both run endpoints answer.
-pub(crate) fn not_json() -> Response {
-    detail(
+/// The 415 both run endpoints answer unless the request
+/// [`declares_json`].
+pub(crate) fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    if declares_json(headers) {
+        return Ok(());
+    }
+    Err(ApiError::new(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "Content-Type must be application/json",
-    )
+    ))
 }
 
 /// Reads a whole body of at most `limit` bytes: over it, a 413 saying
@@ -163,15 +169,15 @@ pub(crate) async fn read_body(
     body: Body,
     limit: usize,
     too_large: &str,
-) -> Result<axum::body::Bytes, Response> {
+) -> Result<axum::body::Bytes, ApiError> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(error) if is_length_limit(&*error) => {
-            Err(detail(StatusCode::PAYLOAD_TOO_LARGE, too_large))
+            Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, too_large))
         }
-        Err(error) => Err(detail(
+        Err(error) => Err(ApiError::new(
             StatusCode::BAD_REQUEST,
-            &format!("could not read the request body: {error}"),
+            format!("could not read the request body: {error}"),
         )),
     }
 }

@@ -1,0 +1,80 @@
+//! `ApiError`: every error the API answers, as JSON `{"detail": ...}` with
+//! its status. Handlers return `Result<_, ApiError>` and use `?`; the
+//! engine's and the store's [`Error`]s map to statuses here, in one place.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::Error;
+
+/// An error answer.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    detail: String,
+    /// 401s say how to authenticate (`WWW-Authenticate: Bearer`).
+    bearer: bool,
+}
+
+/// What handlers return.
+pub(crate) type ApiResult<T = Response> = Result<T, ApiError>;
+
+impl ApiError {
+    /// An answer with this status and detail.
+    pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            detail: detail.into(),
+            bearer: false,
+        }
+    }
+
+    /// 404.
+    pub(crate) fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, detail)
+    }
+
+    /// 422: the request is well-formed but breaks a rule.
+    pub(crate) fn unprocessable(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+    }
+
+    /// 401, with `WWW-Authenticate: Bearer`.
+    pub(crate) fn unauthorized(detail: impl Into<String>) -> Self {
+        Self {
+            bearer: true,
+            ..Self::new(StatusCode::UNAUTHORIZED, detail)
+        }
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        match error {
+            Error::NotFound(m) => Self::not_found(m),
+            Error::Conflict(m) | Error::Busy(m) => Self::new(StatusCode::CONFLICT, m),
+            Error::Unavailable(m) => Self::new(StatusCode::SERVICE_UNAVAILABLE, m),
+            error => {
+                // The cause is for the operator, not the client.
+                tracing::error!(%error, "internal error");
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (
+            self.status,
+            axum::Json(serde_json::json!({ "detail": self.detail })),
+        )
+            .into_response();
+        if self.bearer {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

@@ -1,0 +1,82 @@
+//! `GET /api/v1/agent/history`: a thread's messages of one day, in the
+//! user's zone (the rules are in [`crate::history`]).
+
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, header};
+use axum::response::IntoResponse;
+use serde_json::Value;
+
+use super::{ApiError, ApiResult, User, now_ms};
+use crate::attachments::REFERENCE_PREFIX;
+use crate::service::Service;
+
+pub(super) async fn get_history(
+    State(service): State<Service>,
+    User(user): User,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult {
+    let before = query
+        .get("before")
+        .map(|b| b.parse::<jiff::civil::Date>())
+        .transpose()
+        .map_err(|_| ApiError::unprocessable("before must be a date (YYYY-MM-DD)"))?;
+    let store = &service.engine.store;
+    let thread = match query.get("threadId") {
+        Some(thread) => match store.thread_owner(thread).await? {
+            Some(owner) if owner == user => Some(thread.clone()),
+            _ => return Err(ApiError::not_found("thread not found")),
+        },
+        None => store.latest_thread(&user).await?,
+    };
+    let messages = match &thread {
+        Some(thread) => {
+            store
+                .thread_messages(thread, &["user", "assistant"])
+                .await?
+        }
+        None => Vec::new(),
+    };
+    let tz = store
+        .settings(&user)
+        .await?
+        .get("timezone")
+        .and_then(Value::as_str)
+        .and_then(|name| jiff::tz::TimeZone::get(name).ok())
+        .unwrap_or(jiff::tz::TimeZone::UTC);
+    let snapshot =
+        crate::history::snapshot(thread.as_deref(), &messages, &tz, before, &|reference| {
+            resign(&service, &headers, &user, reference)
+        });
+    Ok(axum::Json(snapshot).into_response())
+}
+
+/// The base URL clients reach us by (for absolute attachment URLs): the
+/// configured public URL, else the request's `Host`.
+pub(super) fn base_url(service: &Service, headers: &HeaderMap) -> String {
+    if let Some(url) = &service.options.public_url {
+        return url.clone();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    format!("http://{host}")
+}
+
+/// A fresh signed URL for a stored `attachment:{id}` reference.
+fn resign(service: &Service, headers: &HeaderMap, user: &str, reference: &str) -> String {
+    match (
+        reference.strip_prefix(REFERENCE_PREFIX),
+        &service.attachments,
+    ) {
+        (Some(id), Some(attachments)) => {
+            attachments
+                .sign(&base_url(service, headers), id, user, now_ms() / 1000)
+                .0
+        }
+        _ => reference.to_owned(),
+    }
+}

@@ -1,0 +1,137 @@
+//! The service: the run engine behind the HTTP API, with the settings the
+//! API reads on every request. `Service::router` (in [`crate::api`]) is what
+//! a binary or an embedder mounts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agwire_server::DynAgent;
+
+use crate::attachments::Attachments;
+use crate::auth::Auth;
+use crate::config::{BusyThread, Config};
+use crate::error::Error;
+use crate::runs::Engine;
+use crate::store::Store;
+
+/// The service: the run engine behind the HTTP API, with the API's own
+/// settings (auth, limits, uploads).
+#[derive(Clone)]
+pub struct Service {
+    pub(crate) engine: Engine,
+    pub(crate) attachments: Option<Attachments>,
+    pub(crate) auth: Auth,
+    pub(crate) options: Options,
+}
+
+/// The settings the HTTP layer reads on every request.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) busy_thread: BusyThread,
+    pub(crate) agui_max_payload_bytes: usize,
+    pub(crate) public_url: Option<String>,
+    pub(crate) metrics_public: bool,
+    pub(crate) http: crate::config::HttpConfig,
+}
+
+impl Options {
+    fn of(config: &Config) -> Self {
+        Self {
+            busy_thread: config.runs.busy_thread,
+            agui_max_payload_bytes: config.runs.agui_max_payload_bytes,
+            public_url: config
+                .public_url
+                .as_ref()
+                .map(|u| u.trim_end_matches('/').to_owned()),
+            metrics_public: config.metrics.public,
+            http: config.http.clone(),
+        }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self::of(&Config::default())
+    }
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("engine", &self.engine)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// A service over `store` running `agent`.
+    pub fn new(store: Arc<dyn Store>, agent: Arc<dyn DynAgent>) -> Self {
+        Self {
+            engine: Engine::new(store, agent),
+            attachments: None,
+            auth: Auth::none(),
+            options: Options::default(),
+        }
+    }
+
+    /// What builds each run's agent (default: the agent given to
+    /// [`Service::new`], for every run).
+    pub fn with_brain(mut self, brain: Arc<dyn crate::brain::Brain>) -> Self {
+        self.engine.brain = brain;
+        self
+    }
+
+    /// The agent catalogue runs choose from (default: the shipped one).
+    pub fn with_runtime(mut self, runtime: crate::brain::agents::RuntimeConfig) -> Self {
+        self.engine.runtime = Arc::new(runtime);
+        self
+    }
+
+    /// Applies the HTTP-level settings of `config` (busy-thread policy,
+    /// `/api/v1/agui` body limit, public URL, `/metrics` access) and the
+    /// engine's concurrency limit.
+    pub fn with_config(mut self, config: &Config) -> Self {
+        self.options = Options::of(config);
+        self.engine.max_concurrent = config.runs.max_concurrent;
+        self
+    }
+
+    /// How requests are authenticated (default: none, one local user).
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Accepts uploads and signs their URLs (without it, no URL passes the
+    /// signed-URL rule).
+    pub fn with_attachments(mut self, attachments: Attachments) -> Self {
+        self.engine.attachments = Some(attachments.clone());
+        self.attachments = Some(attachments);
+        self
+    }
+
+    /// The run engine (the scheduler and embedders call it directly).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Starts the engine (see [`Engine::start`]).
+    pub async fn start(&self) -> Result<(), Error> {
+        self.engine.start().await
+    }
+
+    /// Cancels every run in progress (shutdown); they finish as cancelled.
+    pub fn cancel_all(&self) {
+        self.engine.cancel_all();
+    }
+
+    /// Runs executing on this process now.
+    pub fn running(&self) -> usize {
+        self.engine.running()
+    }
+
+    /// Shutdown (see [`Engine::drain`]).
+    pub async fn drain(&self, grace: Duration) {
+        self.engine.drain(grace).await;
+    }
+}
