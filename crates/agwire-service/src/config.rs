@@ -131,6 +131,11 @@ pub struct HttpConfig {
     /// Largest body of the routes that take small JSON documents (profile,
     /// jobs; 413 above it). Runs and uploads have their own limits.
     pub max_body_bytes: usize,
+    /// Origins (`https://app.example.com`) whose pages may call the API
+    /// from the browser (CORS). Empty, the default: none but the service's
+    /// own (the web app it serves). `*` allows every origin — only sensible
+    /// with bearer tokens, which a browser never sends on its own.
+    pub cors_allowed_origins: Vec<String>,
 }
 
 impl Default for HttpConfig {
@@ -141,8 +146,22 @@ impl Default for HttpConfig {
             max_header_bytes: 32 * 1024,
             max_headers: 100,
             max_body_bytes: 64 * 1024,
+            cors_allowed_origins: Vec::new(),
         }
     }
+}
+
+/// `scheme://host[:port]`, as browsers send it in `Origin`.
+fn is_origin(text: &str) -> bool {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"));
+    rest.is_some_and(|authority| {
+        !authority.is_empty()
+            && authority
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
+    })
 }
 
 /// What a run posted to a thread that already has an active run gets.
@@ -234,6 +253,13 @@ impl Config {
 
     /// Rules no single field can state.
     pub fn check(&self) -> Result<(), Error> {
+        for origin in &self.http.cors_allowed_origins {
+            if origin != "*" && !is_origin(origin) {
+                return Err(Error::Config(format!(
+                    "http.cors_allowed_origins: '{origin}' is not an origin (scheme://host[:port], or *)"
+                )));
+            }
+        }
         if let Some(url) = &self.public_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {

@@ -420,3 +420,97 @@ async fn location_is_percent_encoded_and_a_bad_last_event_id_is_400() {
         )
     );
 }
+
+/// CORS is off unless origins are configured; then exactly those origins
+/// may call the API from a browser (preflight and the real request), with
+/// the headers a streaming AG-UI client needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_allows_only_the_configured_origins() {
+    let client = reqwest::Client::new();
+    let preflight = |base: String, origin: &'static str| {
+        client
+            .request(reqwest::Method::OPTIONS, format!("{base}/api/v1/agui"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "content-type,authorization",
+            )
+            .send()
+    };
+    let allowed = |response: &reqwest::Response| {
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    // Default: no origin is allowed.
+    let closed = start(&Config::default(), BuiltinAgent::default(), Auth::none()).await;
+    let answer = preflight(format!("http://{}", closed.addr), "https://app.example.com")
+        .await
+        .unwrap();
+    assert_eq!(allowed(&answer), None);
+
+    let mut config = Config::default();
+    config.http.cors_allowed_origins = vec!["https://app.example.com".into()];
+    let open = start(&config, BuiltinAgent::default(), Auth::none()).await;
+    let base = format!("http://{}", open.addr);
+    let answer = preflight(base.clone(), "https://app.example.com")
+        .await
+        .unwrap();
+    assert_eq!(allowed(&answer).as_deref(), Some("https://app.example.com"));
+    let headers = answer.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        headers.contains("authorization") && headers.contains("last-event-id"),
+        "{headers}"
+    );
+    let answer = preflight(base.clone(), "https://evil.example.com")
+        .await
+        .unwrap();
+    assert_eq!(allowed(&answer), None);
+    // The real request: allowed, and the browser may read its Location.
+    let thread = uuid::Uuid::new_v4().to_string();
+    let answer = client
+        .post(format!("{base}/api/v1/agent/runs"))
+        .header("origin", "https://app.example.com")
+        .json(&body(&thread, "cors", "hi"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 202);
+    assert_eq!(allowed(&answer).as_deref(), Some("https://app.example.com"));
+    let exposed = answer.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(exposed.contains("location"), "{exposed}");
+}
+
+/// Every answer carries a request id (the client's own when it sent one),
+/// the same one the request's log line names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_has_a_request_id() {
+    let server = start(&Config::default(), BuiltinAgent::default(), Auth::none()).await;
+    let client = reqwest::Client::new();
+    let base = format!("http://{}", server.addr);
+    let answer = client.get(format!("{base}/healthz")).send().await.unwrap();
+    let id = answer.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
+    // Errors too.
+    let answer = client.get(format!("{base}/nope")).send().await.unwrap();
+    assert_eq!(answer.status(), 404);
+    assert!(answer.headers().contains_key("x-request-id"));
+    let answer = client
+        .get(format!("{base}/healthz"))
+        .header("x-request-id", "trace-me-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.headers()["x-request-id"], "trace-me-42");
+}

@@ -16,8 +16,35 @@ mod serve;
 #[derive(Debug, Parser)]
 #[command(name = "agwire", version, about)]
 struct Cli {
+    /// Log lines as text or as JSON objects (one per line).
+    #[arg(long, global = true, env = "AGWIRE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Logs go to stderr: `RUST_LOG` if set, else `info` for the service (one
+/// line per request and per run) and warnings only for `agwire run`, whose
+/// output is the terminal's; colours only on a terminal.
+fn init_logs(format: LogFormat, serving: bool) {
+    use std::io::IsTerminal;
+    let default = if serving { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    match format {
+        LogFormat::Json => logs.json().init(),
+        LogFormat::Text => logs.init(),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -30,11 +57,8 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    init_logs(cli.log_format, matches!(cli.command, Command::Serve(_)));
     match cli.command {
         Command::Run(args) => {
             let stdout = std::io::stdout();

@@ -761,3 +761,80 @@ async fn serve_holds_a_conversation_with_tools_on_an_openai_compatible_provider(
     );
     assert_eq!(status["usage"].as_array().map(Vec::len), Some(3));
 }
+
+/// What an operator sees without configuring anything: `info` lines for
+/// each request and each run on stderr, no colour codes when stderr is not
+/// a terminal; with `--log-format json`, one JSON object per line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_one_line_per_request_and_per_run_plain_or_json() {
+    for json in [false, true] {
+        let dir = data_dir("logs");
+        let log_path = dir.join("stderr.log");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agwire"));
+        command
+            .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+            .arg(&dir)
+            .env_remove("RUST_LOG")
+            .env_remove("AGWIRE_JWT_SECRET")
+            .env_remove("AGWIRE_LOG_FORMAT")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log_path).unwrap());
+        if json {
+            command.args(["--log-format", "json"]);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line.trim().strip_prefix("listening ").unwrap().to_owned();
+        let client = reqwest::Client::new();
+        let thread = uuid::Uuid::new_v4().to_string();
+        assert_eq!(
+            post(&client, &base, &body(&thread, "logged", "hi")).await,
+            202
+        );
+        wait_final(&client, &base, "logged").await;
+        // The run's line is written when it ends; give the writer a moment
+        // by waiting for it to show up.
+        let mut text = String::new();
+        for _ in 0..500 {
+            text = std::fs::read_to_string(&log_path).unwrap();
+            if text.contains("run ended") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            !text.contains('\u{1b}'),
+            "no ANSI escapes in a file:\n{text}"
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let request = lines
+            .iter()
+            .find(|l| l.contains("/api/v1/agent/runs") && l.contains("202"))
+            .unwrap_or_else(|| panic!("no request line:\n{text}"));
+        let run = lines
+            .iter()
+            .find(|l| l.contains("run ended"))
+            .unwrap_or_else(|| panic!("no run line:\n{text}"));
+        assert!(
+            run.contains("logged") && run.contains(&thread) && run.contains("succeeded"),
+            "{run}"
+        );
+        assert!(run.contains("output_tokens"), "{run}");
+        if json {
+            for line in &lines {
+                serde_json::from_str::<Value>(line)
+                    .unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            }
+            let request: Value = serde_json::from_str(request).unwrap();
+            assert_eq!(request["fields"]["status"], 202, "{request}");
+            assert_eq!(request["span"]["path"], "/api/v1/agent/runs", "{request}");
+        } else {
+            assert!(request.contains("status=202"), "{request}");
+        }
+    }
+}

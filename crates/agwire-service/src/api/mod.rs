@@ -21,6 +21,12 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::routing::{get, post};
 
+use axum::http::{HeaderValue, Method, Request, Response};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
 use crate::service::Service;
 use crate::validate::MAX_PAYLOAD_BYTES;
 pub(crate) use error::{ApiError, ApiResult};
@@ -154,5 +160,89 @@ impl Service {
                 http.max_headers,
             )))
             .layer(from_fn(json_errors))
+            .layer(CatchPanicLayer::custom(panicked))
+            .layer(tower::util::option_layer(cors(&http.cors_allowed_origins)))
+            .layer(
+                TraceLayer::new_for_http()
+                    .make_span_with(request_span)
+                    .on_response(log_response)
+                    .on_failure(()),
+            )
+            .layer(PropagateRequestIdLayer::x_request_id())
+            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
     }
+}
+
+/// A panic in a handler: 500 JSON (the panic itself goes to the log).
+#[allow(clippy::needless_pass_by_value)] // the signature `CatchPanicLayer::custom` takes
+fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    tracing::error!(panic = message, "a request handler panicked");
+    axum::response::IntoResponse::into_response(ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal error",
+    ))
+}
+
+/// CORS for the configured origins (none: no layer, browsers keep the
+/// same-origin rule).
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(
+            origins
+                .iter()
+                .filter_map(|o| HeaderValue::from_str(o.trim_end_matches('/')).ok()),
+        )
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::ACCEPT,
+                header::HeaderName::from_static("last-event-id"),
+            ])
+            .expose_headers([
+                header::LOCATION,
+                header::HeaderName::from_static("x-request-id"),
+            ])
+            .max_age(Duration::from_secs(600)),
+    )
+}
+
+/// Each request's span: method, path (never the query: signed URLs carry
+/// their signature there) and request id.
+fn request_span<B>(request: &Request<B>) -> tracing::Span {
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = request.uri().path(),
+        request_id = id,
+    )
+}
+
+/// One line per request, when its answer's head is sent (a stream's body
+/// continues after it).
+fn log_response<B>(response: &Response<B>, latency: Duration, _span: &tracing::Span) {
+    tracing::info!(
+        status = response.status().as_u16(),
+        ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+        "request"
+    );
 }

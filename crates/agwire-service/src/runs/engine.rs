@@ -12,6 +12,7 @@ use agwire_server::{CancellationToken, DynAgent, run_detached};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::attachments::{Attachments, REFERENCE_PREFIX};
 use crate::error::Error;
@@ -234,17 +235,26 @@ impl Engine {
             .and_then(|running| running.get(&run.task_id).cloned())
             .unwrap_or_else(|| self.shutdown.child_token());
         let service = self.clone();
-        self.executions.spawn(async move {
-            let producer = service.hub.produce(&run.task_id);
-            let task_id = run.task_id.clone();
-            service.execute(run, cancel, &producer).await;
-            if let Ok(mut running) = service.running.lock() {
-                running.remove(&task_id);
+        let span = tracing::info_span!(
+            "run",
+            run_id = %run.input.run_id,
+            thread_id = %run.input.thread_id,
+            user = %run.user_id,
+        );
+        self.executions.spawn(
+            async move {
+                let producer = service.hub.produce(&run.task_id);
+                let task_id = run.task_id.clone();
+                service.execute(run, cancel, &producer).await;
+                if let Ok(mut running) = service.running.lock() {
+                    running.remove(&task_id);
+                }
+                drop(producer);
+                // The thread's next run (if one waits) is runnable now.
+                service.dispatch.notify_one();
             }
-            drop(producer);
-            // The thread's next run (if one waits) is runnable now.
-            service.dispatch.notify_one();
-        });
+            .instrument(span),
+        );
     }
 
     /// Runs the agent, appending its events to the log as they come and
@@ -256,6 +266,7 @@ impl Engine {
         live: &Producer,
     ) {
         let task_id = run.task_id.as_str();
+        let started = std::time::Instant::now();
         let (tx, mut rx) = mpsc::channel(64);
         let agent = match self.setup(&run).await {
             Ok(setup) => self.brain.agent(setup),
@@ -267,7 +278,7 @@ impl Engine {
                     usage: None,
                     base: BaseEvent::default(),
                 });
-                self.end(task_id, &failure, &[], live).await;
+                self.end(task_id, &failure, &[], live, started).await;
                 return;
             }
         };
@@ -289,7 +300,9 @@ impl Engine {
                 break 'run;
             }
             if let Some(end) = rest.into_iter().next() {
-                ended = self.end(task_id, &end, &output.messages, live).await;
+                ended = self
+                    .end(task_id, &end, &output.messages, live, started)
+                    .await;
                 break 'run;
             }
         }
@@ -304,7 +317,8 @@ impl Engine {
                 usage: None,
                 base: BaseEvent::default(),
             });
-            self.end(task_id, &failure, &output.messages, live).await;
+            self.end(task_id, &failure, &output.messages, live, started)
+                .await;
         }
     }
 
@@ -421,6 +435,7 @@ impl Engine {
         terminal: &Event,
         said: &[agwire_core::Message],
         live: &Producer,
+        started: std::time::Instant,
     ) -> bool {
         let (status, error, usage) = match terminal {
             Event::RunFinished(e) => (
@@ -439,6 +454,14 @@ impl Engine {
             ),
             _ => return false,
         };
+        // One line per run for the operator (its ids are on the span).
+        tracing::info!(
+            status = %status,
+            ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            input_tokens = tokens(usage, |u| u.input_tokens),
+            output_tokens = tokens(usage, |u| u.output_tokens),
+            "run ended"
+        );
         let usage = usage.and_then(|u| serde_json::to_value(u).ok());
         // Tool messages too: the runtime needs them; history never shows them.
         let output: Vec<agwire_core::Message> = said
@@ -607,6 +630,14 @@ impl Engine {
         ));
         rx
     }
+}
+
+/// A token count summed over a run's usage entries (one per model).
+fn tokens(
+    usage: Option<&Vec<agwire_core::TokenUsage>>,
+    count: impl Fn(&agwire_core::TokenUsage) -> Option<u64>,
+) -> u64 {
+    usage.map_or(0, |entries| entries.iter().filter_map(count).sum())
 }
 
 fn is_terminal(event: &Event) -> bool {
