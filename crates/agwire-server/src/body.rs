@@ -287,7 +287,8 @@ impl Stream for EventBody {
     }
 }
 
-/// A response body of `(seq, event)` pairs from any source — a log replay
+/// A response body of `(seq, event)` pairs (the event owned, or shared as
+/// `Arc<Event>` by a fan-out) from any source — a log replay
 /// followed by a live subscription, a channel, a broadcast hub — each sent as
 /// soon as it arrives: SSE frames carry `id: <seq>` (so a client can resume
 /// with `Last-Event-ID`), protobuf frames carry the event alone.
@@ -333,9 +334,10 @@ impl<S> std::fmt::Debug for EventStream<S> {
     }
 }
 
-impl<S> EventStream<S>
+impl<S, E> EventStream<S>
 where
-    S: Stream<Item = (u64, Event)> + Send + Unpin + 'static,
+    S: Stream<Item = (u64, E)> + Send + Unpin + 'static,
+    E: std::borrow::Borrow<Event>,
 {
     /// The events of `source`, in `format` (from
     /// [`Negotiator::choose`](agwire_codec::negotiate::Negotiator::choose) or
@@ -384,9 +386,10 @@ impl Stream for Receiver {
     }
 }
 
-impl<S> Stream for EventStream<S>
+impl<S, E> Stream for EventStream<S>
 where
-    S: Stream<Item = (u64, Event)> + Unpin,
+    S: Stream<Item = (u64, E)> + Unpin,
+    E: std::borrow::Borrow<Event>,
 {
     type Item = Result<Bytes, Infallible>;
 
@@ -395,7 +398,7 @@ where
         while !this.done && !this.framer.is_full() {
             match Pin::new(&mut this.source).poll_next(cx) {
                 Poll::Ready(Some((seq, event))) => {
-                    if !this.framer.push(Some(seq), &event) {
+                    if !this.framer.push(Some(seq), event.borrow()) {
                         this.done = true;
                     }
                 }

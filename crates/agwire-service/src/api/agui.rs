@@ -4,8 +4,9 @@
 
 use agwire_codec::negotiate::Negotiator;
 use agwire_core::RunAgentInput;
+use agwire_server::{Intake, IntakeError};
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::StatusCode;
 
 use super::stream::stream;
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User};
@@ -49,27 +50,50 @@ fn check(input: &RunAgentInput) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// agwire-server's intake (content type, declared and read length, JSON,
+/// `Accept` negotiation with `*/*` read as SSE), answered with this API's
+/// messages.
+fn intake(service: &Service) -> Intake {
+    Intake::new()
+        .max_body_bytes(service.options.agui_max_payload_bytes)
+        .require_content_type(true)
+        // `*/*` (curl, fetch without headers) reads best as SSE; HttpAgent
+        // names its types explicitly.
+        .negotiator(Negotiator::new().prefer_sse_for_wildcards(true))
+}
+
+impl From<IntakeError> for ApiError {
+    fn from(error: IntakeError) -> Self {
+        match error {
+            IntakeError::PayloadTooLarge { .. } => ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "RunAgentInput payload exceeds size limit",
+            ),
+            IntakeError::UnsupportedMediaType => ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Content-Type must be application/json",
+            ),
+            IntakeError::InvalidJson(why) | IntakeError::InvalidInput(why) => {
+                ApiError::unprocessable(format!("invalid RunAgentInput: {why}"))
+            }
+            IntakeError::Unreadable(why) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("could not read the request body: {why}"),
+            ),
+            other => ApiError::new(other.status(), other.detail()),
+        }
+    }
+}
+
 pub(super) async fn post_agui(
     State(service): State<Service>,
     User(user): User,
     request: Request,
 ) -> ApiResult {
-    let headers = request.headers().clone();
-    super::limits::require_json(&headers)?;
-    let body = super::limits::read_body(
-        request.into_body(),
-        service.options.agui_max_payload_bytes,
-        "RunAgentInput payload exceeds size limit",
-    )
-    .await?;
-    let input: RunAgentInput = serde_json::from_slice(&body)
+    let (body, format) = intake(&service).json(request).await?;
+    let input: RunAgentInput = serde_json::from_value(body)
         .map_err(|error| ApiError::unprocessable(format!("invalid RunAgentInput: {error}")))?;
     check(&input)?;
-    // `*/*` (curl, fetch without headers) reads best as SSE; HttpAgent
-    // names its types explicitly.
-    let format = Negotiator::new()
-        .prefer_sse_for_wildcards(true)
-        .choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let request = RunRequest {
         user,
         input,
