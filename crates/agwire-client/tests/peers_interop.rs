@@ -5,6 +5,8 @@
 //! same servers, and neither says a word of warning.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // helpers outside #[test] fns
 
+#[path = "support/http_agent.rs"]
+mod http_agent_peer;
 #[path = "../../agwire-core/tests/common/peers.rs"]
 mod peers;
 
@@ -14,7 +16,7 @@ use std::process::Stdio;
 use agwire_client::core::RunAgentInput;
 use agwire_client::{Accept, Client, NoHooks};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// A peer server process, killed on drop.
@@ -73,24 +75,7 @@ fn python() -> Option<PathBuf> {
 }
 
 async fn http_agent(interop: &Path, spec: &Value) -> Value {
-    let mut child = Command::new("node")
-        .arg("httpagent.mjs")
-        .current_dir(interop)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(spec.to_string().as_bytes()).await.unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().await.unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    http_agent_peer::run(interop, spec).await
 }
 
 const ROUTES: [&str; 5] = [

@@ -2,12 +2,7 @@
 //! build script); this test regenerates it from `proto/ag_ui.proto` with the
 //! pure-Rust `protox` compiler and fails if the two differ.
 //! `AGWIRE_BLESS=1 cargo test -p agwire-codec --test proto_codegen` rewrites it.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::print_stdout,
-    clippy::print_stderr
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::path::PathBuf;
 

@@ -29,6 +29,22 @@ pub enum Role {
 }
 
 impl Role {
+    /// Every role, in the schema's order.
+    pub const ALL: [Role; 7] = [
+        Role::Developer,
+        Role::System,
+        Role::Assistant,
+        Role::User,
+        Role::Tool,
+        Role::Activity,
+        Role::Reasoning,
+    ];
+
+    /// The role with this wire name.
+    pub fn from_name(name: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|role| role.as_str() == name)
+    }
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {

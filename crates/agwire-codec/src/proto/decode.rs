@@ -151,19 +151,9 @@ fn parts(list: Vec<pb::InputContent>) -> Value {
     )
 }
 
-const KNOWN_ROLES: [&str; 7] = [
-    "developer",
-    "system",
-    "assistant",
-    "user",
-    "tool",
-    "activity",
-    "reasoning",
-];
-
 fn message(m: pb::Message) -> Result<Value, Error> {
     let role = m.role.as_str();
-    let known = KNOWN_ROLES.contains(&role);
+    let known = agwire_core::Role::from_name(role).is_some();
     let uses_parts = if known {
         role == "user" || role == "tool"
     } else {

@@ -83,39 +83,13 @@ pub fn unb64(s: &str) -> Vec<u8> {
 
 /// Runs `interop/codec.mjs <mode>` over `jobs`, one answer per job.
 pub fn node(dir: &std::path::Path, mode: &str, jobs: &[Value]) -> Vec<Value> {
-    let mut child = Command::new("node")
+    let mut command = Command::new("node");
+    command
         .arg(dir.join("codec.mjs"))
         .arg(mode)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn node");
-    let mut stdin = child.stdin.take().expect("stdin");
+        .current_dir(dir);
     let input: String = jobs.iter().map(|j| format!("{j}\n")).collect();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("read");
-    writer.join().expect("writer").expect("write jobs");
-    let status = child.wait().expect("wait");
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .ok();
-    assert!(status.success(), "codec.mjs {mode} failed: {err}");
-    let answers: Vec<Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("answer"))
-        .collect();
+    let (answers, err) = peers::json_lines(command, input);
     assert_eq!(answers.len(), jobs.len(), "codec.mjs {mode}: {err}");
     answers
 }

@@ -64,3 +64,42 @@ pub fn interop_dir() -> Option<PathBuf> {
     );
     None
 }
+
+/// Runs a peer `command` (node, python) that reads `input` on stdin and
+/// answers one JSON value per line on stdout; panics with its stderr when it
+/// fails. Returns the answers and what it wrote to stderr.
+pub fn json_lines(
+    mut command: std::process::Command,
+    input: String,
+) -> (Vec<serde_json::Value>, String) {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the peer");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // Written from a thread: a peer that answers while it reads would
+    // otherwise fill its stdout pipe and stall both.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let mut out = String::new();
+    let mut stdout = child.stdout.take().expect("stdout");
+    stdout.read_to_string(&mut out).expect("read the answers");
+    writer.join().expect("writer").expect("write the input");
+    let status = child.wait().expect("wait for the peer");
+    let mut err = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    assert!(status.success(), "the peer failed ({status}): {err}");
+    let answers = out
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad answer ({e}): {l}")))
+        .collect();
+    (answers, err)
+}

@@ -487,16 +487,6 @@ const KNOWN_TYPES: &[&str] = &[
     "SUBAGENT_ERROR",
 ];
 
-const KNOWN_ROLES: &[&str] = &[
-    "developer",
-    "system",
-    "assistant",
-    "user",
-    "tool",
-    "activity",
-    "reasoning",
-];
-
 fn ty(e: &Value) -> &str {
     e.get("type").and_then(Value::as_str).unwrap_or("")
 }
@@ -960,7 +950,7 @@ impl Mirror {
         for msg in messages {
             let Some(id) = sget(msg, "id") else { continue };
             let role = sget(msg, "role").unwrap_or("");
-            if !KNOWN_ROLES.contains(&role) {
+            if agwire_core::Role::from_name(role).is_none() {
                 continue; // enforcement drops an unrecognised message
             }
             let owner = tag_of(msg);
@@ -1602,9 +1592,7 @@ impl Msg {
     fn from_json(v: &Value) -> Option<Msg> {
         let id = sget(v, "id")?;
         let role = sget(v, "role")?;
-        if !KNOWN_ROLES.contains(&role) {
-            return None;
-        }
+        agwire_core::Role::from_name(role)?;
         let mut m = Msg::new(id, role, tag_of(v));
         m.name = sget(v, "name").map(str::to_owned);
         m.content = v

@@ -11,7 +11,6 @@ use agwire_service::auth::Auth;
 use agwire_service::store::SqliteStore;
 use agwire_service::{BuiltinAgent, Config, Service};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 /// A service running in this process, served over real HTTP.
 pub struct Server {
@@ -190,20 +189,10 @@ pub async fn wait_status(addr: SocketAddr, run_id: &str, want: &str) -> Value {
 /// when the interop peers are not installed (and not required).
 pub async fn http_agent(spec: &Value) -> Option<Value> {
     let interop = peers::interop_dir()?;
-    let mut child = tokio::process::Command::new("node")
-        .arg("httpagent.mjs")
-        .current_dir(&interop)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(spec.to_string().as_bytes()).await.unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().await.unwrap();
-    assert!(out.status.success(), "httpagent.mjs failed");
-    Some(serde_json::from_slice(&out.stdout).unwrap())
+    Some(http_agent_peer::run(&interop, spec).await)
 }
 
+#[path = "../../../agwire-client/tests/support/http_agent.rs"]
+mod http_agent_peer;
 #[path = "../../../agwire-core/tests/common/peers.rs"]
 pub mod peers;
