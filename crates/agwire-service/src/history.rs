@@ -36,7 +36,7 @@ fn shown(stored: &StoredMessage) -> bool {
 /// The snapshot of `thread_id` for the day before `before` (or the latest),
 /// as JSON. `sign` turns a stored attachment URL into one the client may
 /// fetch now.
-pub fn snapshot(
+pub(crate) fn snapshot(
     thread_id: Option<&str>,
     messages: &[StoredMessage],
     tz: &TimeZone,

@@ -9,7 +9,7 @@
 //! job to its next tick with a compare-and-set on the tick it fired. A crash
 //! between the two repeats the accept, which changes nothing.
 
-pub mod schedule;
+pub(crate) mod schedule;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 /// A job's schedule, as the API takes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
-pub enum Schedule {
+pub(crate) enum Schedule {
     /// A cron expression, in the job's time zone.
     Cron(String),
     /// Every so many seconds (at least 60).
@@ -28,7 +28,7 @@ pub enum Schedule {
 
 /// A schedule that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScheduleError(pub String);
+pub(crate) struct ScheduleError(pub String);
 
 impl std::fmt::Display for ScheduleError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -37,11 +37,11 @@ impl std::fmt::Display for ScheduleError {
 }
 
 /// Shortest interval.
-pub const MIN_INTERVAL_SECONDS: u64 = 60;
+pub(crate) const MIN_INTERVAL_SECONDS: u64 = 60;
 
 impl Schedule {
     /// Checks the schedule.
-    pub fn check(&self) -> Result<(), ScheduleError> {
+    pub(crate) fn check(&self) -> Result<(), ScheduleError> {
         match self {
             Self::Cron(expr) => Cron::parse(expr)?
                 .next_after(Timestamp::now(), &TimeZone::UTC)
@@ -54,7 +54,7 @@ impl Schedule {
     }
 
     /// The first firing strictly after `after`, in `zone`.
-    pub fn next_after(
+    pub(crate) fn next_after(
         &self,
         after: Timestamp,
         zone: &TimeZone,
@@ -74,11 +74,11 @@ impl Schedule {
 
 /// A parsed cron expression.
 #[derive(Debug, Clone)]
-pub struct Cron(croner::Cron);
+pub(crate) struct Cron(croner::Cron);
 
 impl Cron {
     /// Parses a 5-field crontab expression or an `@` shorthand.
-    pub fn parse(expr: &str) -> Result<Self, ScheduleError> {
+    pub(crate) fn parse(expr: &str) -> Result<Self, ScheduleError> {
         let parser = croner::parser::CronParser::builder()
             .seconds(croner::parser::Seconds::Disallowed)
             .year(croner::parser::Year::Disallowed)
@@ -90,7 +90,7 @@ impl Cron {
     }
 
     /// The first firing strictly after `after`, in `zone`.
-    pub fn next_after(
+    pub(crate) fn next_after(
         &self,
         after: Timestamp,
         zone: &TimeZone,

@@ -420,7 +420,7 @@ pub struct JobRecord {
     pub user_id: String,
     /// Its name.
     pub name: String,
-    /// The schedule (JSON of [`crate::jobs::schedule::Schedule`]).
+    /// The schedule (JSON: `{"cron": ...}` or `{"every_seconds": n}`).
     pub schedule: String,
     /// The IANA zone the schedule is read in.
     pub timezone: String,
