@@ -1,30 +1,105 @@
-//! Who is asking: HS256 JWT bearer tokens (`sub` = user id, `exp` enforced),
-//! as Supabase and most identity providers issue them — or, with no secret
-//! configured, the one local user.
+//! Who is asking: JWT bearer tokens (`sub` = user id, `exp` required),
+//! verified by the maintained `jsonwebtoken` crate — HS256 with a shared
+//! secret, and/or RS256/RS384/RS512/PS256/ES256/ES384/EdDSA with the keys an
+//! identity provider publishes as a JWKS (Supabase, Auth0, Clerk, Keycloak).
+//! With neither configured, every request is the one local user's.
+//!
+//! The JWKS is fetched when first needed, cached until it expires
+//! (`Cache-Control: max-age`, else [`JWKS_TTL`]), and fetched again when a
+//! token names a key id it does not hold — at most once per
+//! [`JWKS_MIN_REFRESH`], so a flood of tokens with made-up key ids cannot
+//! turn into a flood of requests to the provider. A key rotation needs no
+//! restart.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde_json::Value;
-use sha2::Sha256;
 
 /// The user of a service without authentication.
 pub const LOCAL_USER: &str = "local";
 
+/// Clock skew tolerated on `exp` and `nbf`.
+pub const LEEWAY_SECONDS: i64 = 30;
+/// How long a JWKS is kept when its answer does not say.
+pub const JWKS_TTL: Duration = Duration::from_secs(600);
+/// The least time between two fetches of the JWKS.
+pub const JWKS_MIN_REFRESH: Duration = Duration::from_secs(10);
+/// How long one fetch of the JWKS may take.
+const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a request is not authenticated (the 401's detail).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// No `Authorization: Bearer` header.
+    #[error("missing bearer token")]
+    Missing,
+    /// Not a JWT.
+    #[error("malformed token")]
+    Malformed,
+    /// An algorithm no configured key verifies (`none` included).
+    #[error("unsupported token algorithm")]
+    Algorithm,
+    /// A key id the JWKS does not hold (after a refresh).
+    #[error("unknown token signing key")]
+    UnknownKey,
+    /// The JWKS could not be fetched.
+    #[error("token signing keys unavailable")]
+    KeysUnavailable,
+    /// The signature does not verify.
+    #[error("invalid token signature")]
+    Signature,
+    /// No `exp` claim.
+    #[error("token has no exp")]
+    NoExpiry,
+    /// `exp` has passed.
+    #[error("token expired")]
+    Expired,
+    /// `nbf` is still to come.
+    #[error("token not yet valid")]
+    NotYetValid,
+    /// `aud` does not name the configured audience.
+    #[error("token audience not accepted")]
+    Audience,
+    /// `iss` is not the configured issuer.
+    #[error("token issuer not accepted")]
+    Issuer,
+    /// No `sub` claim.
+    #[error("token has no sub")]
+    NoSubject,
+}
+
 /// How requests are authenticated.
 #[derive(Clone, Default)]
 pub struct Auth {
-    secret: Option<Vec<u8>>,
+    /// `None`: no authentication.
+    verifier: Option<Arc<Verifier>>,
+}
+
+#[derive(Default)]
+struct Verifier {
+    hs256: Option<DecodingKey>,
+    jwks: Option<Jwks>,
     audience: Option<String>,
     issuer: Option<String>,
 }
 
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let verifier = self.verifier.as_deref();
         f.debug_struct("Auth")
-            .field("jwt", &self.secret.is_some())
-            .field("audience", &self.audience)
-            .field("issuer", &self.issuer)
+            .field("hs256", &verifier.is_some_and(|v| v.hs256.is_some()))
+            .field(
+                "jwks",
+                &verifier.and_then(|v| v.jwks.as_ref().map(|j| &j.url)),
+            )
+            .field("audience", &verifier.and_then(|v| v.audience.as_ref()))
+            .field("issuer", &verifier.and_then(|v| v.issuer.as_ref()))
             .finish()
     }
 }
@@ -37,33 +112,64 @@ impl Auth {
 
     /// HS256 JWTs signed with `secret`.
     pub fn jwt(secret: impl Into<Vec<u8>>) -> Self {
-        Self {
-            secret: Some(secret.into()),
-            ..Self::default()
-        }
+        Self::none().with_secret(secret)
+    }
+
+    /// Also (or only) accepts HS256 tokens signed with `secret`.
+    pub fn with_secret(self, secret: impl Into<Vec<u8>>) -> Self {
+        let secret = secret.into();
+        self.change(|v| v.hs256 = Some(DecodingKey::from_secret(&secret)))
+    }
+
+    /// Accepts tokens signed with the keys published at `url` (a JWKS).
+    pub fn with_jwks(self, url: impl Into<String>) -> Self {
+        let jwks = Jwks::new(url.into(), JWKS_MIN_REFRESH);
+        self.change(|v| v.jwks = Some(jwks))
+    }
+
+    /// The least time between two fetches of the JWKS (default
+    /// [`JWKS_MIN_REFRESH`]); call after [`Auth::with_jwks`].
+    pub fn with_jwks_min_refresh(self, min_refresh: Duration) -> Self {
+        self.change(|v| {
+            if let Some(jwks) = &mut v.jwks {
+                jwks.min_refresh = min_refresh;
+            }
+        })
     }
 
     /// Tokens must name `audience` in `aud` (a string or an array of them;
     /// Supabase issues `"authenticated"`).
-    pub fn with_audience(mut self, audience: impl Into<String>) -> Self {
-        self.audience = Some(audience.into());
-        self
+    pub fn with_audience(self, audience: impl Into<String>) -> Self {
+        let audience = audience.into();
+        self.change(|v| v.audience = Some(audience))
     }
 
     /// Tokens must carry exactly this `iss`.
-    pub fn with_issuer(mut self, issuer: impl Into<String>) -> Self {
-        self.issuer = Some(issuer.into());
-        self
+    pub fn with_issuer(self, issuer: impl Into<String>) -> Self {
+        let issuer = issuer.into();
+        self.change(|v| v.issuer = Some(issuer))
+    }
+
+    fn change(self, edit: impl FnOnce(&mut Verifier)) -> Self {
+        let mut verifier = match self.verifier {
+            Some(shared) => Arc::try_unwrap(shared).unwrap_or_else(|shared| shared.duplicate()),
+            None => Verifier::default(),
+        };
+        edit(&mut verifier);
+        Self {
+            verifier: Some(Arc::new(verifier)),
+        }
     }
 
     /// Whether tokens are required.
     pub fn is_enabled(&self) -> bool {
-        self.secret.is_some()
+        self.verifier.is_some()
     }
 
-    /// The user an `Authorization` header value names, or why not.
-    pub fn user(&self, authorization: Option<&str>, now_s: i64) -> Result<String, &'static str> {
-        let Some(secret) = &self.secret else {
+    /// The user an `Authorization` header value names, or why not, at
+    /// `now_s` (seconds since the epoch).
+    pub async fn user(&self, authorization: Option<&str>, now_s: i64) -> Result<String, AuthError> {
+        let Some(verifier) = &self.verifier else {
             return Ok(LOCAL_USER.to_owned());
         };
         let token = authorization
@@ -71,67 +177,250 @@ impl Auth {
                 h.strip_prefix("Bearer ")
                     .or_else(|| h.strip_prefix("bearer "))
             })
-            .ok_or("missing bearer token")?
+            .ok_or(AuthError::Missing)?
             .trim();
-        let mut parts = token.split('.');
-        let (Some(header), Some(payload), Some(signature), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err("malformed token");
-        };
-        let decode = |part: &str| URL_SAFE_NO_PAD.decode(part.trim_end_matches('=')).ok();
-        let header: Value = decode(header)
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or("malformed token")?;
-        // Only HS256: a token may not choose `none` or another algorithm.
-        if header.get("alg").and_then(Value::as_str) != Some("HS256") {
-            return Err("unsupported token algorithm");
+        verifier.verify(token, now_s).await
+    }
+}
+
+impl Verifier {
+    /// A copy for a builder call on a shared verifier (the JWKS cache is
+    /// shared, not copied).
+    fn duplicate(&self) -> Self {
+        Self {
+            hs256: self.hs256.clone(),
+            jwks: self.jwks.clone(),
+            audience: self.audience.clone(),
+            issuer: self.issuer.clone(),
         }
-        let signature = decode(signature).ok_or("malformed token")?;
-        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
-            unreachable!("HMAC takes keys of any length")
+    }
+
+    async fn verify(&self, token: &str, now_s: i64) -> Result<String, AuthError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| header_error(token))?;
+        let key = match header.alg {
+            Algorithm::HS256 => self.hs256.clone().ok_or(AuthError::Algorithm)?,
+            // The other HMACs are not offered: one shared-secret algorithm.
+            Algorithm::HS384 | Algorithm::HS512 => return Err(AuthError::Algorithm),
+            alg => {
+                let jwks = self.jwks.as_ref().ok_or(AuthError::Algorithm)?;
+                jwks.key(header.kid.as_deref(), alg).await?
+            }
         };
-        let signed = &token[..token.len() - token.rsplit('.').next().map_or(0, |s| s.len() + 1)];
-        mac.update(signed.as_bytes());
-        mac.verify_slice(&signature)
-            .map_err(|_| "invalid token signature")?;
-        let claims: Value = decode(payload)
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or("malformed token")?;
+        // `exp`/`nbf` are checked below against `now_s` (a clock the caller
+        // controls) with our leeway; the crate checks the signature, the
+        // algorithm against the key, `aud` and `iss`.
+        let mut validation = Validation::new(header.alg);
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
+        validation.validate_aud = self.audience.is_some();
+        validation.required_spec_claims.clear();
+        if let Some(audience) = &self.audience {
+            validation.set_audience(&[audience]);
+        }
+        if let Some(issuer) = &self.issuer {
+            validation.set_issuer(&[issuer]);
+            validation.required_spec_claims.insert("iss".into());
+        }
+        if self.audience.is_some() {
+            validation.required_spec_claims.insert("aud".into());
+        }
+        let claims = jsonwebtoken::decode::<Value>(token, &key, &validation)
+            .map_err(|error| {
+                use jsonwebtoken::errors::ErrorKind;
+                match error.kind() {
+                    ErrorKind::InvalidSignature => AuthError::Signature,
+                    ErrorKind::InvalidAudience => AuthError::Audience,
+                    ErrorKind::InvalidIssuer => AuthError::Issuer,
+                    ErrorKind::MissingRequiredClaim(claim) if claim == "aud" => AuthError::Audience,
+                    ErrorKind::MissingRequiredClaim(claim) if claim == "iss" => AuthError::Issuer,
+                    ErrorKind::InvalidAlgorithm | ErrorKind::InvalidKeyFormat => {
+                        AuthError::Algorithm
+                    }
+                    _ => AuthError::Malformed,
+                }
+            })?
+            .claims;
         let exp = claims
             .get("exp")
             .and_then(Value::as_i64)
-            .ok_or("token has no exp")?;
-        if exp <= now_s {
-            return Err("token expired");
+            .ok_or(AuthError::NoExpiry)?;
+        if exp + LEEWAY_SECONDS <= now_s {
+            return Err(AuthError::Expired);
         }
         if claims
             .get("nbf")
             .and_then(Value::as_i64)
-            .is_some_and(|nbf| nbf > now_s)
+            .is_some_and(|nbf| nbf - LEEWAY_SECONDS > now_s)
         {
-            return Err("token not yet valid");
-        }
-        if let Some(audience) = &self.audience {
-            let named = match claims.get("aud") {
-                Some(Value::String(aud)) => aud == audience,
-                Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(audience)),
-                _ => false,
-            };
-            if !named {
-                return Err("token audience not accepted");
-            }
-        }
-        if let Some(issuer) = &self.issuer
-            && claims.get("iss").and_then(Value::as_str) != Some(issuer.as_str())
-        {
-            return Err("token issuer not accepted");
+            return Err(AuthError::NotYetValid);
         }
         match claims.get("sub").and_then(Value::as_str) {
             Some(sub) if !sub.is_empty() => Ok(sub.to_owned()),
-            _ => Err("token has no sub"),
+            _ => Err(AuthError::NoSubject),
         }
     }
+}
+
+/// A provider's published keys, cached.
+#[derive(Clone)]
+struct Jwks {
+    url: String,
+    min_refresh: Duration,
+    client: reqwest::Client,
+    cache: Arc<tokio::sync::Mutex<KeyCache>>,
+}
+
+#[derive(Default)]
+struct KeyCache {
+    /// Keys by `kid`, each with the algorithm it is for (when the JWK says).
+    keys: HashMap<String, (DecodingKey, Option<Algorithm>)>,
+    /// Keys without a `kid` (a token without one tries them all).
+    anonymous: Vec<(DecodingKey, Option<Algorithm>)>,
+    /// When the cached set goes stale.
+    expires: Option<Instant>,
+    /// The last fetch (successful or not).
+    fetched: Option<Instant>,
+}
+
+impl Jwks {
+    fn new(url: String, min_refresh: Duration) -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(JWKS_TIMEOUT)
+            .build()
+            .unwrap_or_default();
+        Self {
+            url,
+            min_refresh,
+            client,
+            cache: Arc::default(),
+        }
+    }
+
+    /// The key that verifies a token of `alg` with key id `kid`.
+    async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, AuthError> {
+        // One fetch at a time; tokens arriving meanwhile wait for its result.
+        let mut cache = self.cache.lock().await;
+        let now = Instant::now();
+        let stale = cache.expires.is_none_or(|expires| expires <= now);
+        let rate_limited = cache
+            .fetched
+            .is_some_and(|fetched| now.duration_since(fetched) < self.min_refresh);
+        if stale && !rate_limited {
+            self.fetch(&mut cache).await;
+        }
+        if let Some(key) = cache.find(kid, alg) {
+            return Ok(key);
+        }
+        // An unknown key id: the provider may have rotated its keys.
+        if !stale && !rate_limited {
+            self.fetch(&mut cache).await;
+            if let Some(key) = cache.find(kid, alg) {
+                return Ok(key);
+            }
+        }
+        if cache.expires.is_none() {
+            return Err(AuthError::KeysUnavailable);
+        }
+        Err(AuthError::UnknownKey)
+    }
+
+    /// Fetches the set; on failure the old keys stay (until they expire).
+    async fn fetch(&self, cache: &mut KeyCache) {
+        let now = Instant::now();
+        cache.fetched = Some(now);
+        let answer = match self.client.get(&self.url).send().await {
+            Ok(answer) if answer.status().is_success() => answer,
+            Ok(answer) => {
+                tracing::warn!(url = self.url, status = %answer.status(), "could not fetch the JWKS");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(url = self.url, %error, "could not fetch the JWKS");
+                return;
+            }
+        };
+        let ttl = answer
+            .headers()
+            .get(reqwest::header::CACHE_CONTROL)
+            .and_then(|v| v.to_str().ok())
+            .and_then(max_age)
+            .unwrap_or(JWKS_TTL);
+        let set: JwkSet = match answer.json().await {
+            Ok(set) => set,
+            Err(error) => {
+                tracing::warn!(url = self.url, %error, "the JWKS is not a JWK set");
+                return;
+            }
+        };
+        let mut keys = HashMap::new();
+        let mut anonymous = Vec::new();
+        for jwk in &set.keys {
+            let Ok(key) = DecodingKey::from_jwk(jwk) else {
+                // Keys of kinds we do not verify (e.g. encryption keys).
+                continue;
+            };
+            let alg = jwk
+                .common
+                .key_algorithm
+                .and_then(|a| Algorithm::from_str(&a.to_string()).ok());
+            match &jwk.common.key_id {
+                Some(kid) => {
+                    keys.insert(kid.clone(), (key, alg));
+                }
+                None => anonymous.push((key, alg)),
+            }
+        }
+        tracing::info!(
+            url = self.url,
+            keys = keys.len() + anonymous.len(),
+            "fetched the JWKS"
+        );
+        cache.keys = keys;
+        cache.anonymous = anonymous;
+        cache.expires = Some(now + ttl);
+    }
+}
+
+impl KeyCache {
+    fn find(&self, kid: Option<&str>, alg: Algorithm) -> Option<DecodingKey> {
+        // A key declared for one algorithm is not used for another.
+        let fits = |(key, declared): &(DecodingKey, Option<Algorithm>)| {
+            declared.is_none_or(|d| d == alg).then(|| key.clone())
+        };
+        match kid {
+            Some(kid) => self.keys.get(kid).and_then(fits),
+            None if self.keys.is_empty() && self.anonymous.len() == 1 => {
+                self.anonymous.first().and_then(fits)
+            }
+            None => None,
+        }
+    }
+}
+
+/// Why a token's header could not be read: an algorithm we do not know
+/// (`none` among them) is told apart from a token that is not a JWT.
+fn header_error(token: &str) -> AuthError {
+    use base64::Engine;
+    let names_an_alg = token
+        .split('.')
+        .next()
+        .and_then(|h| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(h).ok())
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .is_some_and(|header| header.get("alg").is_some_and(Value::is_string));
+    if names_an_alg {
+        AuthError::Algorithm
+    } else {
+        AuthError::Malformed
+    }
+}
+
+/// `max-age` of a `Cache-Control` value.
+fn max_age(value: &str) -> Option<Duration> {
+    value
+        .split(',')
+        .filter_map(|d| d.trim().strip_prefix("max-age="))
+        .find_map(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs)
 }
 
 /// An HS256 token for `sub` expiring at `exp` (tests and tooling).
@@ -141,37 +430,44 @@ pub fn sign_jwt(secret: &[u8], sub: &str, exp: i64) -> String {
 
 /// An HS256 token carrying `claims` (tests and tooling).
 pub fn sign_claims(secret: &[u8], claims: &Value) -> String {
-    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
-    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
-        unreachable!("HMAC takes keys of any length")
-    };
-    mac.update(format!("{header}.{payload}").as_bytes());
-    let signature = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
-    format!("{header}.{payload}.{signature}")
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(secret),
+    )
+    .unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
     use super::*;
 
-    #[test]
-    fn tokens_are_checked_for_signature_algorithm_expiry_and_subject() {
+    #[tokio::test]
+    async fn tokens_are_checked_for_signature_algorithm_expiry_and_subject() {
         let auth = Auth::jwt(b"s3cret".to_vec());
         let good = sign_jwt(b"s3cret", "alice", 2000);
+        let bearer = |t: &str| format!("Bearer {t}");
         assert_eq!(
-            auth.user(Some(&format!("Bearer {good}")), 1000),
+            auth.user(Some(&bearer(&good)), 1000).await,
+            Ok("alice".into())
+        );
+        // Within the leeway still valid; past it expired.
+        assert_eq!(
+            auth.user(Some(&bearer(&good)), 2029).await,
             Ok("alice".into())
         );
         assert_eq!(
-            auth.user(Some(&format!("Bearer {good}")), 2000),
-            Err("token expired")
+            auth.user(Some(&bearer(&good)), 2030).await,
+            Err(AuthError::Expired)
         );
-        assert_eq!(auth.user(None, 1000), Err("missing bearer token"));
+        assert_eq!(auth.user(None, 1000).await, Err(AuthError::Missing));
         let foreign = sign_jwt(b"other", "alice", 2000);
         assert_eq!(
-            auth.user(Some(&format!("Bearer {foreign}")), 1000),
-            Err("invalid token signature")
+            auth.user(Some(&bearer(&foreign)), 1000).await,
+            Err(AuthError::Signature)
         );
         let none_alg = format!(
             "{}.{}.",
@@ -179,22 +475,46 @@ mod tests {
             URL_SAFE_NO_PAD.encode(br#"{"sub":"alice","exp":9999}"#)
         );
         assert_eq!(
-            auth.user(Some(&format!("Bearer {none_alg}")), 1000),
-            Err("unsupported token algorithm")
+            auth.user(Some(&bearer(&none_alg)), 1000).await,
+            Err(AuthError::Algorithm)
+        );
+        // RS256 without a JWKS configured: no key for it.
+        let rs = format!(
+            "{}.{}.c2ln",
+            URL_SAFE_NO_PAD.encode(br#"{"alg":"RS256"}"#),
+            URL_SAFE_NO_PAD.encode(br#"{"sub":"alice","exp":9999}"#)
+        );
+        assert_eq!(
+            auth.user(Some(&bearer(&rs)), 1000).await,
+            Err(AuthError::Algorithm)
         );
         // A payload swapped under a valid signature fails.
         let mut parts: Vec<&str> = good.split('.').collect();
         let evil = URL_SAFE_NO_PAD.encode(br#"{"sub":"bob","exp":2000}"#);
         parts[1] = &evil;
         assert_eq!(
-            auth.user(Some(&format!("Bearer {}", parts.join("."))), 1000),
-            Err("invalid token signature")
+            auth.user(Some(&bearer(&parts.join("."))), 1000).await,
+            Err(AuthError::Signature)
         );
-        assert_eq!(Auth::none().user(None, 0), Ok(LOCAL_USER.into()));
+        let no_exp = sign_claims(b"s3cret", &serde_json::json!({"sub": "alice"}));
+        assert_eq!(
+            auth.user(Some(&bearer(&no_exp)), 1000).await,
+            Err(AuthError::NoExpiry)
+        );
+        let no_sub = sign_claims(b"s3cret", &serde_json::json!({"exp": 2000}));
+        assert_eq!(
+            auth.user(Some(&bearer(&no_sub)), 1000).await,
+            Err(AuthError::NoSubject)
+        );
+        assert_eq!(
+            auth.user(Some("Bearer not.a.jwt"), 1000).await,
+            Err(AuthError::Malformed)
+        );
+        assert_eq!(Auth::none().user(None, 0).await, Ok(LOCAL_USER.into()));
     }
 
-    #[test]
-    fn audience_issuer_and_not_before_are_enforced_when_configured() {
+    #[tokio::test]
+    async fn audience_issuer_and_not_before_are_enforced_when_configured() {
         let supabase = serde_json::json!({
             "sub": "alice", "exp": 2000, "aud": "authenticated",
             "iss": "https://x.supabase.co/auth/v1", "role": "authenticated"
@@ -204,40 +524,54 @@ mod tests {
             .with_audience("authenticated")
             .with_issuer("https://x.supabase.co/auth/v1");
         assert_eq!(
-            auth.user(Some(&bearer(&supabase)), 1000),
+            auth.user(Some(&bearer(&supabase)), 1000).await,
             Ok("alice".into())
         );
         let mut listed = supabase.clone();
         listed["aud"] = serde_json::json!(["other", "authenticated"]);
-        assert_eq!(auth.user(Some(&bearer(&listed)), 1000), Ok("alice".into()));
+        assert_eq!(
+            auth.user(Some(&bearer(&listed)), 1000).await,
+            Ok("alice".into())
+        );
         let mut wrong_aud = supabase.clone();
         wrong_aud["aud"] = "anon".into();
         assert_eq!(
-            auth.user(Some(&bearer(&wrong_aud)), 1000),
-            Err("token audience not accepted")
+            auth.user(Some(&bearer(&wrong_aud)), 1000).await,
+            Err(AuthError::Audience)
         );
         let mut no_aud = supabase.clone();
         no_aud.as_object_mut().unwrap().remove("aud");
         assert_eq!(
-            auth.user(Some(&bearer(&no_aud)), 1000),
-            Err("token audience not accepted")
+            auth.user(Some(&bearer(&no_aud)), 1000).await,
+            Err(AuthError::Audience)
         );
         let mut wrong_iss = supabase.clone();
         wrong_iss["iss"] = "https://evil.example".into();
         assert_eq!(
-            auth.user(Some(&bearer(&wrong_iss)), 1000),
-            Err("token issuer not accepted")
+            auth.user(Some(&bearer(&wrong_iss)), 1000).await,
+            Err(AuthError::Issuer)
         );
         let mut early = supabase;
         early["nbf"] = 1500.into();
         assert_eq!(
-            auth.user(Some(&bearer(&early)), 1000),
-            Err("token not yet valid")
+            auth.user(Some(&bearer(&early)), 1000).await,
+            Err(AuthError::NotYetValid)
         );
         // Without the checks configured, the same claims pass.
         assert_eq!(
-            Auth::jwt(b"k".to_vec()).user(Some(&bearer(&wrong_aud)), 1000),
+            Auth::jwt(b"k".to_vec())
+                .user(Some(&bearer(&wrong_aud)), 1000)
+                .await,
             Ok("alice".into())
         );
+    }
+
+    #[test]
+    fn max_age_is_read_from_cache_control() {
+        assert_eq!(
+            max_age("public, max-age=300, must-revalidate"),
+            Some(Duration::from_secs(300))
+        );
+        assert_eq!(max_age("no-cache"), None);
     }
 }

@@ -101,8 +101,13 @@ impl Default for Config {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
-    /// The HMAC secret; without it there is one local user.
+    /// The HS256 secret. Without it and without `jwks_url` there is one
+    /// local user.
     pub jwt_secret: Option<String>,
+    /// Where the identity provider publishes its signing keys (a JWKS, e.g.
+    /// `https://<project>.supabase.co/auth/v1/.well-known/jwks.json`):
+    /// RS/PS/ES256/384 and EdDSA tokens are verified against them.
+    pub jwks_url: Option<String>,
     /// Required `aud` (Supabase: `"authenticated"`).
     pub audience: Option<String>,
     /// Required `iss`.
@@ -287,10 +292,17 @@ impl Config {
                 "attachments.url_ttl_seconds must be positive".into(),
             ));
         }
-        if !self.addr.ip().is_loopback() && !self.insecure_no_auth && self.auth.jwt_secret.is_none()
+        if let Some(url) = &self.auth.jwks_url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
         {
             return Err(Error::Config(format!(
-                "refusing to listen on {} without authentication: use a loopback address, set auth.jwt_secret (--jwt-secret), or pass --insecure-no-auth",
+                "auth.jwks_url must be an http(s) URL, not '{url}'"
+            )));
+        }
+        let authenticated = self.auth.jwt_secret.is_some() || self.auth.jwks_url.is_some();
+        if !self.addr.ip().is_loopback() && !self.insecure_no_auth && !authenticated {
+            return Err(Error::Config(format!(
+                "refusing to listen on {} without authentication: use a loopback address, set auth.jwt_secret (--jwt-secret) or auth.jwks_url (--jwt-jwks-url), or pass --insecure-no-auth",
                 self.addr
             )));
         }
@@ -358,6 +370,10 @@ token_delay_ms = 5
         Config::parse("addr = \"0.0.0.0:8080\"\ninsecure_no_auth = true\n").unwrap();
         Config::parse("addr = \"0.0.0.0:8080\"\n[auth]\njwt_secret = \"0123456789abcdef\"\n")
             .unwrap();
+        Config::parse("addr = \"0.0.0.0:8080\"\n[auth]\njwks_url = \"https://id.example/jwks\"\n")
+            .unwrap();
+        let not_a_url = Config::parse("[auth]\njwks_url = \"id.example/jwks\"\n").unwrap_err();
+        assert!(not_a_url.to_string().contains("jwks_url"), "{not_a_url}");
         let short = Config::parse("[auth]\njwt_secret = \"short\"\n").unwrap_err();
         assert!(short.to_string().contains("16 bytes"), "{short}");
     }

@@ -35,6 +35,11 @@ pub(crate) struct ServeArgs {
     /// required) every request must carry; without it there is one local user.
     #[arg(long, env = "AGWIRE_JWT_SECRET", hide_env_values = true)]
     jwt_secret: Option<String>,
+    /// JWKS URL of the identity provider (Supabase, Auth0, Clerk, Keycloak):
+    /// RS256/ES256/EdDSA tokens are verified against its keys, refetched on
+    /// rotation.
+    #[arg(long, env = "AGWIRE_JWT_JWKS_URL")]
+    jwt_jwks_url: Option<String>,
     /// Required `aud` of the tokens (Supabase: authenticated).
     #[arg(long, env = "AGWIRE_JWT_AUDIENCE")]
     jwt_audience: Option<String>,
@@ -89,6 +94,9 @@ impl ServeArgs {
         if let Some(secret) = &self.jwt_secret {
             config.auth.jwt_secret = Some(secret.clone());
         }
+        if let Some(url) = &self.jwt_jwks_url {
+            config.auth.jwks_url = Some(url.clone());
+        }
         if let Some(audience) = &self.jwt_audience {
             config.auth.audience = Some(audience.clone());
         }
@@ -142,19 +150,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("attachments in {}: {e}", data_dir.display()))?;
     attachments.max_bytes = config.attachments.max_bytes;
     attachments.ttl_seconds = config.attachments.url_ttl_seconds;
-    let auth = match &config.auth.jwt_secret {
-        Some(secret) => {
-            let mut auth = Auth::jwt(secret.as_bytes().to_vec());
-            if let Some(audience) = &config.auth.audience {
-                auth = auth.with_audience(audience);
-            }
-            if let Some(issuer) = &config.auth.issuer {
-                auth = auth.with_issuer(issuer);
-            }
-            auth
-        }
-        None => Auth::none(),
-    };
+    let auth = auth_of(&config.auth);
     let runtime = match &config.agents_file {
         Some(path) => RuntimeConfig::load(path).map_err(|e| e.to_string())?,
         None => RuntimeConfig::builtin(),
@@ -241,4 +237,25 @@ async fn shutdown_signal() {
         () = ctrl_c => {}
         () = term => {}
     }
+}
+
+/// How requests are authenticated, from `[auth]`.
+fn auth_of(config: &agwire_service::config::AuthConfig) -> Auth {
+    if config.jwt_secret.is_none() && config.jwks_url.is_none() {
+        return Auth::none();
+    }
+    let mut auth = Auth::none();
+    if let Some(secret) = &config.jwt_secret {
+        auth = auth.with_secret(secret.as_bytes().to_vec());
+    }
+    if let Some(url) = &config.jwks_url {
+        auth = auth.with_jwks(url.clone());
+    }
+    if let Some(audience) = &config.audience {
+        auth = auth.with_audience(audience);
+    }
+    if let Some(issuer) = &config.issuer {
+        auth = auth.with_issuer(issuer);
+    }
+    auth
 }

@@ -47,20 +47,24 @@ impl axum::extract::FromRequestParts<Service> for User {
         parts: &mut axum::http::request::Parts,
         service: &Service,
     ) -> Result<Self, ApiError> {
-        authenticate(&parts.headers, service).map(User)
+        authenticate(&parts.headers, service).await.map(User)
     }
 }
 
 /// The user a request's `Authorization` names (the local user when auth is
 /// off).
-fn authenticate(headers: &axum::http::HeaderMap, service: &Service) -> Result<String, ApiError> {
+async fn authenticate(
+    headers: &axum::http::HeaderMap,
+    service: &Service,
+) -> Result<String, ApiError> {
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     service
         .auth
         .user(authorization, now_ms() / 1000)
-        .map_err(ApiError::unauthorized)
+        .await
+        .map_err(|why| ApiError::unauthorized(why.to_string()))
 }
 
 impl Service {

@@ -14,7 +14,7 @@ pub(super) async fn health(State(service): State<Service>) -> impl IntoResponse 
 
 pub(super) async fn metrics(State(service): State<Service>, headers: HeaderMap) -> ApiResult {
     if !service.options.metrics_public {
-        authenticate(&headers, &service)?;
+        authenticate(&headers, &service).await?;
     }
     let runs = service.engine.store.status_counts().await?;
     let text = service.engine.metrics.render(
