@@ -77,6 +77,8 @@ export class ChatController {
   private listeners = new Set<() => void>();
   private frame = 0;
   private disposed = false;
+  /** Bumped by every change of thread: an answer for an older one is dropped. */
+  private navigation = 0;
 
   constructor(
     private readonly api: Api,
@@ -134,11 +136,13 @@ export class ChatController {
 
   /** Opens the latest thread (or `threadId`) at its latest day; reattaches to its running run. */
   async open(threadId?: string): Promise<void> {
+    const navigation = ++this.navigation;
     this.loading = true;
     this.changed();
     try {
       const snapshot = await this.history(threadId ?? null);
-      if (this.disposed) return;
+      // Disposed, or the user moved on (a new thread) while it loaded.
+      if (this.disposed || navigation !== this.navigation) return;
       if (snapshot.threadId) this.setThread(snapshot.threadId);
       this.days = snapshot.day ? [{ day: snapshot.day, messages: fromHistory(snapshot.messages) }] : [];
       this.hasMore = snapshot.hasMore;
@@ -151,6 +155,7 @@ export class ChatController {
       const active = remembered();
       if (active && active.threadId === this.threadId) await this.reattach(active.runId);
     } catch (error) {
+      if (navigation !== this.navigation) return;
       this.loading = false;
       this.loadError = error instanceof Error ? error.message : String(error);
       this.changed();
@@ -167,6 +172,7 @@ export class ChatController {
   /** A fresh, empty thread (it exists on the server once its first message is sent). */
   newThread(): void {
     if (this.running) return;
+    this.navigation++;
     this.setThread(uuid());
     this.days = [];
     this.hasMore = false;
