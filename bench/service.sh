@@ -16,10 +16,13 @@ cd "$(dirname "$0")/.."
 SECS=${1:-10}
 CONNS=${2:-16}
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
+# AGWIRE_BIN: another agwire binary to measure (an older build, to compare
+# in the same run); default: this tree's release build.
+BIN=${AGWIRE_BIN:-./target/release/agwire}
 cargo build --release -q -p agwire -p agwire-bench --bin agwire --bin service_reconnect
 DATA=$(mktemp -d)
 trap 'kill $PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
-RUST_LOG=error ./target/release/agwire serve --addr 127.0.0.1:0 --data-dir "$DATA" > "$DATA/out" &
+RUST_LOG=error "$BIN" serve --addr 127.0.0.1:0 --data-dir "$DATA" > "$DATA/out" &
 PID=$!
 for _ in $(seq 100); do grep -q listening "$DATA/out" 2>/dev/null && break; sleep 0.05; done
 BASE=$(sed -n 's/^listening //p' "$DATA/out")
@@ -53,7 +56,7 @@ e2e_p50=$(echo "$e2e" | awk '$1 == "50%" {print $2}')
 e2e_p99=$(echo "$e2e" | awk '$1 == "99%" {print $2}')
 appended=$(awk -v a="$after" -v b="$before" -v s="$start" -v e="$end" 'BEGIN {printf "%.0f", (a - b) / (e - s)}')
 reconnect=$(./target/release/service_reconnect "$ADDR" 2000)
-printf 'agwire serve (SQLite WAL, router+worker pipeline on the scripted model, wrk -t1 -c%s -d%ss)\n' "$CONNS" "$SECS"
+printf '%s serve (SQLite WAL, router+worker pipeline on the scripted model, wrk -t1 -c%s -d%ss)\n' "$BIN" "$CONNS" "$SECS"
 printf '  accepted runs/s (POST -> 202, runs executing):  %s\n' "$accepted"
 printf '  end-to-end runs/s (POST -> whole SSE stream):   %s  (latency p50 %s, p99 %s)\n' "$e2e_rps" "$e2e_p50" "$e2e_p99"
 printf '  events appended/s during end-to-end:            %s\n' "$appended"

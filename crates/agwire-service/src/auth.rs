@@ -404,7 +404,11 @@ fn header_error(token: &str) -> AuthError {
     let names_an_alg = token
         .split('.')
         .next()
-        .and_then(|h| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(h).ok())
+        .and_then(|h| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(h)
+                .ok()
+        })
         .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
         .is_some_and(|header| header.get("alg").is_some_and(Value::is_string));
     if names_an_alg {

@@ -7,6 +7,9 @@ pub enum Error {
     /// The database failed.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
+    /// The embedded database's writer failed.
+    #[error("database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     /// A stored value could not be (de)serialized.
     #[error("stored JSON: {0}")]
     Json(#[from] serde_json::Error),

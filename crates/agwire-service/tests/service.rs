@@ -224,12 +224,12 @@ async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
                 .unwrap()
                 .input
         };
-        let nothing = |_: &str| {};
+        let nothing: agwire_service::store::OnClaim = Arc::new(|_: &str| {});
         for (thread, stage) in threads.iter().skip(1) {
             let input = valid(body(thread, stage, "hi"));
             let accepted = store.accept_run(new_run(&input, stage, 1)).await.unwrap();
             let claimed = store
-                .claim_runnable(10, 2, &nothing, &nothing)
+                .claim_runnable(10, 2, nothing.clone(), nothing.clone())
                 .await
                 .unwrap();
             assert_eq!(claimed.len(), 1);

@@ -12,8 +12,8 @@ use agwire_core::{
 };
 use agwire_service::Error;
 use agwire_service::store::{
-    Admission, CalendarEvent, Claimed, Ending, JobRecord, NewRun, RunStatus, SqliteStore, Store,
-    run_started,
+    Admission, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim, RunStatus, SqliteStore,
+    Store, run_started,
 };
 use agwire_service::validate::{Rules, validate_run};
 use serde_json::json;
@@ -65,9 +65,9 @@ fn queued_behind<'a>(user: &'a str, input: &'a RunAgentInput, hash: &'a str) -> 
 }
 
 async fn claim_all(store: &dyn Store) -> Vec<Claimed> {
-    let nothing = |_: &str| {};
+    let nothing: OnClaim = Arc::new(|_: &str| {});
     store
-        .claim_runnable(100, 2, &nothing, &nothing)
+        .claim_runnable(100, 2, nothing.clone(), nothing)
         .await
         .unwrap()
 }
@@ -228,18 +228,20 @@ async fn claims_take_the_oldest_run_of_each_idle_thread_and_waiting_turns_join_i
             .await
             .unwrap();
         let accepted_b1 = store.accept_run(new_run("alice", &b1, "3")).await.unwrap();
-        let registered = Mutex::new(Vec::new());
-        let register = |task: &str| registered.lock().unwrap().push(task.to_owned());
-        let nothing = |_: &str| {};
+        let registered = Arc::new(Mutex::new(Vec::new()));
+        let seen = registered.clone();
+        let register: OnClaim =
+            Arc::new(move |task: &str| seen.lock().unwrap().push(task.to_owned()));
+        let nothing: OnClaim = Arc::new(|_: &str| {});
         let claimed = store
-            .claim_runnable(10, 2, &register, &nothing)
+            .claim_runnable(10, 2, register, nothing)
             .await
             .unwrap();
         let mut ids: Vec<&str> = claimed.iter().map(|c| c.input.run_id.as_str()).collect();
         ids.sort_unstable();
         // One run per thread: a2 waits for a1.
         assert_eq!(ids, ["a1", "b1"], "{backend}");
-        let mut registered = registered.into_inner().unwrap();
+        let mut registered = registered.lock().unwrap().clone();
         registered.sort();
         let mut expected = vec![accepted_a1.task_id.clone(), accepted_b1.task_id.clone()];
         expected.sort();

@@ -186,16 +186,18 @@ impl Engine {
             }
             // Each claimed run's cancel token is registered before the claim
             // commits: a cancel that sees the run `running` finds it.
-            let register = |task_id: &str| {
-                if let Ok(mut running) = self.running.lock() {
-                    running.insert(task_id.to_owned(), self.shutdown.child_token());
+            let (running, shutdown) = (self.running.clone(), self.shutdown.clone());
+            let register: crate::store::OnClaim = Arc::new(move |task_id: &str| {
+                if let Ok(mut running) = running.lock() {
+                    running.insert(task_id.to_owned(), shutdown.child_token());
                 }
-            };
-            let forget = |task_id: &str| {
-                if let Ok(mut running) = self.running.lock() {
+            });
+            let running = self.running.clone();
+            let forget: crate::store::OnClaim = Arc::new(move |task_id: &str| {
+                if let Ok(mut running) = running.lock() {
                     running.remove(task_id);
                 }
-            };
+            });
             let room = self.max_concurrent.saturating_sub(self.running());
             let limit = CLAIM_BATCH.min(u32::try_from(room).unwrap_or(u32::MAX));
             let claim = async {
@@ -203,7 +205,7 @@ impl Engine {
                     return Ok(Vec::new());
                 }
                 self.store
-                    .claim_runnable(limit, now_ms(), &register, &forget)
+                    .claim_runnable(limit, now_ms(), register, forget)
                     .await
             };
             match claim.await {

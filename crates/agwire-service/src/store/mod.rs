@@ -209,8 +209,9 @@ pub fn run_started(thread_id: &str, run_id: &str) -> Event {
     })
 }
 
-/// Called with a claimed run's task id before the claim commits.
-pub type OnClaim<'a> = &'a (dyn Fn(&str) + Sync);
+/// Called with a claimed run's task id (before the claim commits, or after
+/// its commit failed).
+pub type OnClaim = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Runs and their event logs.
 #[async_trait]
@@ -240,8 +241,8 @@ pub trait RunStore: Send + Sync {
         &self,
         limit: u32,
         now_ms: i64,
-        register: OnClaim<'_>,
-        forget: OnClaim<'_>,
+        register: OnClaim,
+        forget: OnClaim,
     ) -> Result<Vec<Claimed>, Error>;
 
     /// Appends events to a running run's log, numbered on from its last one

@@ -1,0 +1,439 @@
+//! A run's writes as they run on the writer's connection ([`super::writer`]):
+//! accept, append events, end, cancel while queued. Everything that needs
+//! no database — JSON of the input, the messages, the events — is prepared
+//! by the caller, on its own task, so the writer thread only runs SQL.
+
+use agwire_core::{Message, RunAgentInput};
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use crate::error::Error;
+use crate::store::{Accepted, Ending, NewRun, RunStatus, run_started};
+
+/// A message as a row: id, role, JSON.
+pub(super) type MessageRow = (String, &'static str, String);
+
+fn row(message: &Message) -> Result<MessageRow, Error> {
+    Ok((
+        message.id().to_owned(),
+        message.role().as_str(),
+        serde_json::to_string(message)?,
+    ))
+}
+
+/// A validated run, prepared for the writer.
+pub(super) struct Accept {
+    user: String,
+    thread_id: String,
+    run_id: String,
+    request_hash: String,
+    input_json: String,
+    mode: Option<&'static str>,
+    client_time: Option<String>,
+    enqueue: bool,
+    dedupe: bool,
+    /// The turn's messages to add (now, or when the run starts).
+    candidates: Vec<MessageRow>,
+    /// The same, as the `pending_messages` document of a run that waits.
+    pending: String,
+    now_ms: i64,
+}
+
+impl Accept {
+    pub(super) fn prepare(run: &NewRun<'_>) -> Result<Self, Error> {
+        let input: &RunAgentInput = run.input;
+        let candidates: Vec<&Message> = if run.admission.whole_history {
+            input.messages.iter().collect()
+        } else {
+            // Seed 004 sends exactly one user message — the turn's new one —
+            // and may add tool messages answering the previous turn's
+            // frontend tool calls. Those answers come before it in the
+            // thread, where the conversation needs them.
+            let answers = input
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::Tool(_)));
+            let user = input
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::User(_)))
+                .take(1);
+            answers.chain(user).collect()
+        };
+        // Only a whole history is matched by id: a single-turn client may
+        // reuse ids, and its message must never be dropped.
+        let dedupe = run.admission.whole_history;
+        let pending = serde_json::json!({"dedupe": dedupe, "messages": candidates}).to_string();
+        Ok(Self {
+            user: run.user.to_owned(),
+            thread_id: input.thread_id.clone(),
+            run_id: input.run_id.clone(),
+            request_hash: run.request_hash.to_owned(),
+            input_json: serde_json::to_string(input)?,
+            mode: run.mode.map(crate::validate::RuntimeMode::as_str),
+            client_time: run.client_time.map(|t| t.to_json().to_string()),
+            enqueue: run.admission.enqueue,
+            dedupe,
+            candidates: candidates.into_iter().map(row).collect::<Result<_, _>>()?,
+            pending,
+            now_ms: run.now_ms,
+        })
+    }
+
+    /// The rules of `RunStore::accept_run`, in its order.
+    pub(super) fn run(self, tx: &Transaction<'_>) -> Result<Accepted, Error> {
+        let existing = tx
+            .prepare_cached(
+                "SELECT task_id, thread_id, request_hash, created_thread FROM runs \
+                 WHERE user_id = ?1 AND run_id = ?2",
+            )?
+            .query_row(params![self.user, self.run_id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            })
+            .optional()?;
+        if let Some((task_id, thread_id, hash, created)) = existing {
+            if thread_id != self.thread_id || hash != self.request_hash {
+                return Err(Error::Conflict(format!(
+                    "runId '{}' was already used with a different request",
+                    self.run_id
+                )));
+            }
+            return Ok(Accepted {
+                task_id,
+                thread_id: self.thread_id,
+                run_id: self.run_id,
+                created: created != 0,
+                replayed: true,
+                waiting: false,
+            });
+        }
+        let owner: Option<String> = tx
+            .prepare_cached("SELECT user_id FROM threads WHERE id = ?1")?
+            .query_row([&self.thread_id], |r| r.get(0))
+            .optional()?;
+        let created = match owner {
+            Some(owner) if owner != self.user => {
+                return Err(Error::NotFound("thread not found".into()));
+            }
+            Some(_) => false,
+            None => {
+                tx.prepare_cached(
+                    "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES (?1, ?2, ?3, ?3)",
+                )?
+                .execute(params![self.thread_id, self.user, self.now_ms])?;
+                true
+            }
+        };
+        let busy: i64 = tx
+            .prepare_cached(
+                "SELECT COUNT(*) FROM runs WHERE thread_id = ?1 AND status IN ('queued', 'running')",
+            )?
+            .query_row([&self.thread_id], |r| r.get(0))?;
+        if busy > 0 && !self.enqueue {
+            return Err(Error::Busy(
+                "the thread already has an active run; wait for it or cancel it".into(),
+            ));
+        }
+        let waiting = busy > 0;
+        // A run waiting behind another adds its messages when it starts (or
+        // is cancelled), so the thread reads in the order turns happened.
+        let pending = if waiting {
+            Some(self.pending.as_str())
+        } else {
+            add_new_messages(
+                tx,
+                &self.thread_id,
+                &self.run_id,
+                &self.candidates,
+                self.dedupe,
+                self.now_ms,
+            )?;
+            None
+        };
+        let task_id = uuid::Uuid::now_v7().to_string();
+        tx.prepare_cached(
+            "INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, \
+             input, created_at, pending_messages, runtime_mode, client_time) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?8, ?9, ?10, ?11)",
+        )?
+        .execute(params![
+            task_id,
+            self.user,
+            self.thread_id,
+            self.run_id,
+            self.request_hash,
+            i64::from(created),
+            self.input_json,
+            self.now_ms,
+            pending,
+            self.mode,
+            self.client_time,
+        ])?;
+        if !created {
+            tx.prepare_cached("UPDATE threads SET last_active_at = ?1 WHERE id = ?2")?
+                .execute(params![self.now_ms, self.thread_id])?;
+        }
+        Ok(Accepted {
+            task_id,
+            thread_id: self.thread_id,
+            run_id: self.run_id,
+            created,
+            replayed: false,
+            waiting,
+        })
+    }
+}
+
+/// Appends events (as JSON) to a run's log, numbered on from its last one;
+/// the first one's number.
+pub(super) fn append(tx: &Transaction<'_>, task_id: &str, events: &[String]) -> Result<u64, Error> {
+    if events.is_empty() {
+        return Ok(0);
+    }
+    let last: i64 = tx
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE task_id = ?1")?
+        .query_row([task_id], |r| r.get(0))?;
+    let mut insert =
+        tx.prepare_cached("INSERT INTO run_events (task_id, seq, event) VALUES (?1, ?2, ?3)")?;
+    for (i, event) in events.iter().enumerate() {
+        let seq = last + 1 + i64::try_from(i).unwrap_or(i64::MAX);
+        insert.execute(params![task_id, seq, event])?;
+    }
+    Ok(u64::try_from(last + 1).unwrap_or(0))
+}
+
+/// A run's end, prepared for the writer.
+pub(super) struct End {
+    status: RunStatus,
+    error: Option<String>,
+    usage: Option<String>,
+    terminal: String,
+    output: Vec<MessageRow>,
+    /// The last assistant message's id, when the turn's UI goes on it.
+    ui_schema: Option<(String, String)>,
+    now_ms: i64,
+}
+
+impl End {
+    pub(super) fn prepare(ending: &Ending<'_>, now_ms: i64) -> Result<Self, Error> {
+        let last_answer = ending
+            .output
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::Assistant(_)));
+        Ok(Self {
+            status: ending.status,
+            error: ending.error.map(serde_json::Value::to_string),
+            usage: ending.usage.map(serde_json::Value::to_string),
+            terminal: ending.terminal.to_json(),
+            output: ending.output.iter().map(row).collect::<Result<_, _>>()?,
+            ui_schema: ending
+                .ui_schema
+                .zip(last_answer)
+                .map(|(schema, answer)| (answer.id().to_owned(), schema.to_string())),
+            now_ms,
+        })
+    }
+
+    /// `RunStore::end_run`: all of it, or nothing when the run had ended.
+    pub(super) fn run(self, tx: &Transaction<'_>, task_id: &str) -> Result<Option<u64>, Error> {
+        let moved = tx
+            .prepare_cached(
+                "UPDATE runs SET status = ?1, error = ?2, usage = ?3, finished_at = ?4 \
+                 WHERE task_id = ?5 AND status IN ('queued', 'running') RETURNING thread_id, run_id",
+            )?
+            .query_row(
+                params![
+                    self.status.as_str(),
+                    self.error,
+                    self.usage,
+                    self.now_ms,
+                    task_id
+                ],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+            )
+            .optional()?;
+        let Some((thread_id, run_id)) = moved else {
+            return Ok(None);
+        };
+        // A run that ends before its first event was written (a crash right
+        // after the claim, a failed setup) still gets a valid log:
+        // `RUN_STARTED` first, then its one terminal event.
+        let logged: Option<i64> = tx
+            .prepare_cached("SELECT seq FROM run_events WHERE task_id = ?1 LIMIT 1")?
+            .query_row([task_id], |r| r.get(0))
+            .optional()?;
+        if logged.is_none() {
+            append(tx, task_id, &[run_started(&thread_id, &run_id).to_json()])?;
+        }
+        insert_messages(tx, &thread_id, &run_id, &self.output, self.now_ms)?;
+        if let Some((answer, schema)) = &self.ui_schema {
+            tx.prepare_cached(
+                "UPDATE messages SET ui_schema = ?1 WHERE thread_id = ?2 AND run_id = ?3 AND id = ?4",
+            )?
+            .execute(params![schema, thread_id, run_id, answer])?;
+        }
+        append(tx, task_id, std::slice::from_ref(&self.terminal)).map(Some)
+    }
+}
+
+/// `RunStore::cancel_queued`: `queued` → `cancelled` with its whole log, or
+/// nothing when it was no longer queued.
+pub(super) fn cancel_queued(
+    tx: &Transaction<'_>,
+    task_id: &str,
+    events: &[String],
+    now_ms: i64,
+) -> Result<Option<u64>, Error> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE runs SET status = 'cancelled', finished_at = ?1 WHERE task_id = ?2 AND status = 'queued'",
+        )?
+        .execute(params![now_ms, task_id])?;
+    if changed != 1 {
+        return Ok(None);
+    }
+    // A run cancelled while it waited never reached its thread: its
+    // messages stay in the run's stored input only.
+    append(tx, task_id, events).map(Some)
+}
+
+/// Appends `candidates` in order — with `dedupe`, only those whose id the
+/// thread does not hold yet.
+fn add_new_messages(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    run_id: &str,
+    candidates: &[MessageRow],
+    dedupe: bool,
+    now_ms: i64,
+) -> Result<(), Error> {
+    if !dedupe {
+        return insert_messages(tx, thread_id, run_id, candidates, now_ms);
+    }
+    let mut known = tx.prepare_cached("SELECT 1 FROM messages WHERE thread_id = ?1 AND id = ?2")?;
+    let mut new = Vec::with_capacity(candidates.len());
+    for candidate in candidates {
+        let held: Option<i64> = known
+            .query_row(params![thread_id, candidate.0], |r| r.get(0))
+            .optional()?;
+        if held.is_none() {
+            new.push(candidate.clone());
+        }
+    }
+    insert_messages(tx, thread_id, run_id, &new, now_ms)
+}
+
+fn insert_messages(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    run_id: &str,
+    messages: &[MessageRow],
+    now_ms: i64,
+) -> Result<(), Error> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let mut seq: i64 = tx
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?1")?
+        .query_row([thread_id], |r| r.get(0))?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for (id, role, body) in messages {
+        seq += 1;
+        insert.execute(params![thread_id, seq, id, run_id, role, body, now_ms])?;
+    }
+    Ok(())
+}
+
+/// `RunStore::claim_runnable`'s transaction: up to `limit` runs, each the
+/// oldest active run of its idle thread, oldest first; a run that waited
+/// adds its messages now. `register` sees each before the commit.
+pub(super) fn claim(
+    tx: &Transaction<'_>,
+    limit: u32,
+    now_ms: i64,
+    register: &crate::store::OnClaim,
+) -> Result<Vec<crate::store::Claimed>, Error> {
+    use crate::validate::{ClientTime, RuntimeMode};
+    let mut select = tx.prepare_cached(
+        "UPDATE runs SET status = 'running', started_at = ?1 WHERE task_id IN ( \
+           SELECT q.task_id FROM runs q WHERE q.status = 'queued' \
+           AND q.rowid = (SELECT MIN(o.rowid) FROM runs o \
+                          WHERE o.thread_id = q.thread_id AND o.status IN ('queued', 'running')) \
+           ORDER BY q.rowid LIMIT ?2) \
+         RETURNING task_id, user_id, thread_id, run_id, input, pending_messages, runtime_mode, client_time",
+    )?;
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let rows: Vec<Row> = select
+        .query_map(params![now_ms, i64::from(limit)], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut claimed = Vec::with_capacity(rows.len());
+    for (task_id, user_id, thread_id, run_id, input, pending, mode, client_time) in rows {
+        if let Some(pending) = pending {
+            flush_pending(tx, &task_id, (&thread_id, &run_id), &pending, now_ms)?;
+        }
+        claimed.push(crate::store::Claimed {
+            task_id,
+            user_id,
+            input: serde_json::from_str(&input)?,
+            mode: mode.as_deref().and_then(RuntimeMode::parse),
+            client_time: client_time
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .and_then(|t| ClientTime::from_json(&t)),
+        });
+    }
+    // Oldest first, whatever order RETURNING gave.
+    claimed.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+    for run in &claimed {
+        register(&run.task_id);
+    }
+    Ok(claimed)
+}
+
+/// Appends the messages of a run that waited (see `RunStore::accept_run`).
+fn flush_pending(
+    tx: &Transaction<'_>,
+    task_id: &str,
+    (thread_id, run_id): (&str, &str),
+    pending: &str,
+    now_ms: i64,
+) -> Result<(), Error> {
+    #[derive(serde::Deserialize)]
+    struct Pending {
+        dedupe: bool,
+        messages: Vec<Message>,
+    }
+    let pending: Pending = serde_json::from_str(pending)?;
+    let rows: Vec<MessageRow> = pending.messages.iter().map(row).collect::<Result<_, _>>()?;
+    add_new_messages(tx, thread_id, run_id, &rows, pending.dedupe, now_ms)?;
+    tx.prepare_cached("UPDATE runs SET pending_messages = NULL WHERE task_id = ?1")?
+        .execute([task_id])?;
+    Ok(())
+}

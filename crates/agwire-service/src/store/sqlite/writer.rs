@@ -1,0 +1,183 @@
+//! The write path of a run: one thread owns one SQLite connection and
+//! commits the work of many runs in one transaction (group commit).
+//!
+//! Why: through sqlx every statement is a round trip to the connection's
+//! worker thread, and a run's writes are a dozen statements; with many runs
+//! in flight those trips, and one commit per call, set the throughput — not
+//! SQLite. Here the statements run where the connection lives, and whatever
+//! callers queued while the previous transaction committed goes into the
+//! next one. Each call is its own savepoint, so one failing call (a conflict,
+//! a busy thread) rolls back only itself. A caller is answered after the
+//! `COMMIT` that holds its work: a `202` still means the run is durable (WAL,
+//! `synchronous = NORMAL`: durable across a crash of the process; a power
+//! loss may lose the last commits, as with every WAL database at that
+//! level).
+
+use std::path::Path;
+use std::sync::mpsc as std_mpsc;
+
+use rusqlite::{Connection, Transaction};
+use tokio::sync::oneshot;
+
+use crate::error::Error;
+
+/// Most calls one transaction takes.
+const MAX_BATCH: usize = 512;
+
+/// A unit of work run on the writer's connection, inside its own savepoint.
+type Work = Box<dyn FnOnce(&Transaction<'_>) -> Box<dyn Reply> + Send>;
+
+/// The answer of one unit of work, held until the commit is known.
+pub(super) trait Reply: Send {
+    /// Whether the work failed (its savepoint is rolled back).
+    fn failed(&self) -> bool;
+
+    /// Sends the result (`Err`: the transaction did not commit, so the work
+    /// is not there).
+    fn send(self: Box<Self>, committed: Result<(), String>);
+}
+
+/// What to do with a call's successful result when its commit fails.
+type Undo<T> = Box<dyn FnOnce(&T) + Send>;
+
+/// A call's result and where it goes.
+struct Pending<T: Send> {
+    result: Result<T, Error>,
+    to: oneshot::Sender<Result<T, Error>>,
+    undo: Option<Undo<T>>,
+}
+
+impl<T: Send> Reply for Pending<T> {
+    fn failed(&self) -> bool {
+        self.result.is_err()
+    }
+
+    fn send(self: Box<Self>, committed: Result<(), String>) {
+        let Pending { result, to, undo } = *self;
+        let result = match committed {
+            Ok(()) => result,
+            Err(why) => {
+                if let (Ok(done), Some(undo)) = (&result, undo) {
+                    undo(done);
+                }
+                Err(Error::Internal(format!("commit failed: {why}")))
+            }
+        };
+        let _ = to.send(result);
+    }
+}
+
+/// The handle callers hold; the thread ends when every handle is gone.
+#[derive(Debug, Clone)]
+pub(super) struct Writer {
+    work: std_mpsc::Sender<Work>,
+}
+
+impl Writer {
+    /// Opens the connection (the database exists and is migrated) and starts
+    /// the thread.
+    pub(super) fn open(path: &Path) -> Result<Self, Error> {
+        let connection = Connection::open(path)?;
+        connection.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+        )?;
+        let (work, queue) = std_mpsc::channel::<Work>();
+        std::thread::Builder::new()
+            .name("agwire-sqlite-writer".into())
+            .spawn(move || run(connection, &queue))
+            .map_err(|e| Error::Internal(format!("could not start the SQLite writer: {e}")))?;
+        Ok(Self { work })
+    }
+
+    /// Runs `work` in the next transaction; resolves after its commit.
+    pub(super) async fn call<T, F>(&self, work: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T, Error> + Send + 'static,
+    {
+        self.call_or_undo(work, None).await
+    }
+
+    /// Like [`Writer::call`]; `undo` is called with the work's result if the
+    /// transaction then fails to commit.
+    pub(super) async fn call_or_undo<T, F>(
+        &self,
+        work: F,
+        undo: Option<Undo<T>>,
+    ) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T, Error> + Send + 'static,
+    {
+        let (to, answer) = oneshot::channel();
+        let unit: Work = Box::new(move |tx| {
+            Box::new(Pending {
+                result: work(tx),
+                to,
+                undo,
+            })
+        });
+        self.work
+            .send(unit)
+            .map_err(|_| Error::Internal("the SQLite writer is gone".into()))?;
+        // A dropped answer: the transaction could not even begin.
+        answer
+            .await
+            .map_err(|_| Error::Internal("the write could not be committed".into()))?
+    }
+}
+
+/// The thread: take what is queued, run it in one transaction, commit,
+/// answer; until every handle is dropped.
+fn run(mut connection: Connection, queue: &std_mpsc::Receiver<Work>) {
+    let mut batch: Vec<Work> = Vec::with_capacity(MAX_BATCH);
+    while let Ok(first) = queue.recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(work) => batch.push(work),
+                Err(_) => break,
+            }
+        }
+        let mut replies: Vec<Box<dyn Reply>> = Vec::with_capacity(batch.len());
+        let committed = commit_batch(&mut connection, &mut batch, &mut replies);
+        for reply in replies {
+            reply.send(committed.clone());
+        }
+    }
+}
+
+fn commit_batch(
+    connection: &mut Connection,
+    batch: &mut Vec<Work>,
+    replies: &mut Vec<Box<dyn Reply>>,
+) -> Result<(), String> {
+    let tx = match connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(error) => {
+            // Nothing runs; dropping the work drops its answer channel, and
+            // each caller gets an error.
+            tracing::error!(%error, "could not begin a write transaction");
+            batch.clear();
+            return Err(error.to_string());
+        }
+    };
+    for work in batch.drain(..) {
+        // Each call in a savepoint of its own: its failure undoes only it.
+        if let Err(error) = tx.execute_batch("SAVEPOINT call") {
+            tracing::error!(%error, "could not open a savepoint");
+        }
+        let reply = work(&tx);
+        let end = if reply.failed() {
+            "ROLLBACK TO call; RELEASE call"
+        } else {
+            "RELEASE call"
+        };
+        if let Err(error) = tx.execute_batch(end) {
+            tracing::error!(%error, "could not close a savepoint");
+        }
+        replies.push(reply);
+    }
+    tx.commit().map_err(|e| e.to_string())
+}
