@@ -95,6 +95,8 @@ async fn main() {
     );
     let service = Service::new(store, Arc::new(BuiltinAgent::default()))
         .with_brain(Arc::new(LlmBrain::new(model.clone(), model)));
+    // The engine's dispatcher executes accepted runs.
+    service.start().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = service.router();

@@ -67,10 +67,30 @@ impl<T: Send> Reply for Pending<T> {
     }
 }
 
-/// The handle callers hold; the thread ends when every handle is gone.
+/// The handle callers hold; the threads end when every handle is gone.
 #[derive(Debug, Clone)]
 pub(super) struct Writer {
     work: std_mpsc::Sender<Work>,
+    _checkpointer: std::sync::Arc<Stop>,
+}
+
+/// Stops the checkpointer when the last handle goes.
+#[derive(Debug)]
+struct Stop {
+    _sender: std_mpsc::Sender<()>,
+}
+
+/// How often the WAL is checkpointed.
+const CHECKPOINT_PERIOD: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Copies the WAL into the database beside the writer (`PASSIVE`: never
+/// waits for, nor blocks, the writer or readers), until stopped.
+fn checkpoint(connection: &Connection, stopped: &std_mpsc::Receiver<()>) {
+    while let Err(std_mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_PERIOD) {
+        if let Err(error) = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
+            tracing::warn!(%error, "WAL checkpoint failed");
+        }
+    }
 }
 
 impl Writer {
@@ -78,16 +98,32 @@ impl Writer {
     /// the thread.
     pub(super) fn open(path: &Path) -> Result<Self, Error> {
         let connection = Connection::open(path)?;
+        // The writer never checkpoints: a checkpoint (and its fsync) inside
+        // a commit would hold up every run waiting on that commit — the
+        // long tail of a token's latency. The checkpointer does it beside.
         connection.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; \
+             PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864;",
         )?;
+        let checkpoints = Connection::open(path)?;
+        checkpoints.execute_batch("PRAGMA busy_timeout = 10000;")?;
         let (work, queue) = std_mpsc::channel::<Work>();
         std::thread::Builder::new()
             .name("agwire-sqlite-writer".into())
             .spawn(move || run(connection, &queue))
             .map_err(|e| Error::Internal(format!("could not start the SQLite writer: {e}")))?;
-        Ok(Self { work })
+        let (stop, stopped) = std_mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("agwire-sqlite-checkpoint".into())
+            .spawn(move || checkpoint(&checkpoints, &stopped))
+            .map_err(|e| {
+                Error::Internal(format!("could not start the SQLite checkpointer: {e}"))
+            })?;
+        Ok(Self {
+            work,
+            _checkpointer: std::sync::Arc::new(Stop { _sender: stop }),
+        })
     }
 
     /// Runs `work` in the next transaction; resolves after its commit.

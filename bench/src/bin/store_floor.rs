@@ -1,0 +1,178 @@
+//! The floor of `agwire serve`'s write path: the rows a run writes — accept
+//! (thread, user message, run), claim, its events, its end (status,
+//! assistant message, terminal event) — written straight to SQLite in the
+//! service's own schema and pragmas (WAL, `synchronous = NORMAL`), many runs
+//! per transaction, no service around it. The service is compared with this.
+//!
+//! Usage: `store_floor [runs (default 20000)] [runs per transaction (default 256)]`.
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use agwire_core::{
+    BaseEvent, Event, RunFinishedEvent, RunStartedEvent, TextMessageContentEvent,
+    TextMessageEndEvent, TextMessageStartEvent,
+};
+use agwire_service::store::SqliteStore;
+use rusqlite::params;
+
+/// Token events per run (the scripted model's answers are about this long).
+const TOKENS: usize = 20;
+
+fn events(thread: &str, run: &str) -> Vec<String> {
+    let base = BaseEvent::default;
+    let mut events = vec![Event::RunStarted(RunStartedEvent {
+        thread_id: thread.into(),
+        run_id: run.into(),
+        parent_run_id: None,
+        protocol_version: None,
+        input: None,
+        base: base(),
+    })];
+    events.push(Event::TextMessageStart(TextMessageStartEvent {
+        message_id: "m".into(),
+        role: Default::default(),
+        name: None,
+        subagent_run_id: None,
+        base: base(),
+    }));
+    for i in 0..TOKENS {
+        events.push(Event::TextMessageContent(TextMessageContentEvent {
+            message_id: "m".into(),
+            delta: format!("word{i} "),
+            subagent_run_id: None,
+            base: base(),
+        }));
+    }
+    events.push(Event::TextMessageEnd(TextMessageEndEvent {
+        message_id: "m".into(),
+        subagent_run_id: None,
+        base: base(),
+    }));
+    events.iter().map(Event::to_json).collect()
+}
+
+fn terminal(thread: &str, run: &str) -> String {
+    Event::RunFinished(RunFinishedEvent {
+        thread_id: thread.into(),
+        run_id: run.into(),
+        result: None,
+        outcome: None,
+        usage: None,
+        base: BaseEvent::default(),
+    })
+    .to_json()
+}
+
+fn accept(tx: &rusqlite::Transaction<'_>, i: usize, now: i64) -> (String, String, String) {
+    let thread = uuid::Uuid::new_v4().to_string();
+    let run = format!("run-{i}");
+    let task = uuid::Uuid::now_v7().to_string();
+    tx.prepare_cached("INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES (?1, 'local', ?2, ?2)")
+        .unwrap()
+        .execute(params![thread, now])
+        .unwrap();
+    let body = format!(r#"{{"id":"{run}-u","role":"user","content":"hello number {i}"}}"#);
+    tx.prepare_cached("INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES (?1, 1, ?2, ?3, 'user', ?4, ?5)")
+        .unwrap()
+        .execute(params![thread, format!("{run}-u"), run, body, now])
+        .unwrap();
+    let input = format!(
+        r#"{{"threadId":"{thread}","runId":"{run}","state":{{}},"messages":[{body}],"tools":[],"context":[],"forwardedProps":{{"runtime_mode":"chat"}}}}"#
+    );
+    tx.prepare_cached("INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, input, created_at, runtime_mode) VALUES (?1, 'local', ?2, ?3, ?4, 1, 'queued', ?5, ?6, 'chat')")
+        .unwrap()
+        .execute(params![task, thread, run, input, input, now])
+        .unwrap();
+    (task, thread, run)
+}
+
+fn rest_of_run(
+    tx: &rusqlite::Transaction<'_>,
+    (task, thread, run): &(String, String, String),
+    now: i64,
+) {
+    tx.prepare_cached("UPDATE runs SET status = 'running', started_at = ?1 WHERE task_id = ?2")
+        .unwrap()
+        .execute(params![now, task])
+        .unwrap();
+    let mut insert = tx
+        .prepare_cached("INSERT INTO run_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
+        .unwrap();
+    let mut seq = 0i64;
+    for event in events(thread, run)
+        .iter()
+        .chain([terminal(thread, run)].iter())
+    {
+        seq += 1;
+        insert.execute(params![task, seq, event]).unwrap();
+    }
+    tx.prepare_cached("UPDATE runs SET status = 'succeeded', finished_at = ?1 WHERE task_id = ?2")
+        .unwrap()
+        .execute(params![now, task])
+        .unwrap();
+    let answer = r#"{"id":"m","role":"assistant","content":"word0 word1 word2"}"#;
+    tx.prepare_cached("INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES (?1, 2, 'm', ?2, 'assistant', ?3, ?4)")
+        .unwrap()
+        .execute(params![thread, run, answer, now])
+        .unwrap();
+}
+
+fn database() -> (std::path::PathBuf, rusqlite::Connection) {
+    let dir = std::env::temp_dir().join(format!("agwire-floor-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("agwire.db");
+    // The service's schema, by the service's own migrations.
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(SqliteStore::open(&path))
+        .unwrap();
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection
+        .execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+        )
+        .unwrap();
+    (dir, connection)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let batch: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(256);
+    let now = 1_795_000_000_000i64;
+
+    let (dir, mut connection) = database();
+    let started = Instant::now();
+    for chunk in (0..runs).collect::<Vec<_>>().chunks(batch) {
+        let tx = connection.transaction().unwrap();
+        for &i in chunk {
+            accept(&tx, i, now);
+        }
+        tx.commit().unwrap();
+    }
+    let accept_rate = runs as f64 / started.elapsed().as_secs_f64();
+    drop(connection);
+    std::fs::remove_dir_all(dir).ok();
+
+    let (dir, mut connection) = database();
+    let started = Instant::now();
+    for chunk in (0..runs).collect::<Vec<_>>().chunks(batch) {
+        let tx = connection.transaction().unwrap();
+        for &i in chunk {
+            let run = accept(&tx, i, now);
+            rest_of_run(&tx, &run, now);
+        }
+        tx.commit().unwrap();
+    }
+    let full_rate = runs as f64 / started.elapsed().as_secs_f64();
+    drop(connection);
+    std::fs::remove_dir_all(dir).ok();
+
+    println!(
+        "store floor (SQLite WAL synchronous=NORMAL, {runs} runs, {batch} per transaction, {} events per run)",
+        TOKENS + 4
+    );
+    println!("  accepts/s (thread + message + run):            {accept_rate:.0}");
+    println!("  whole runs/s (accept, claim, events, end):     {full_rate:.0}");
+}
