@@ -150,7 +150,7 @@ WHERE status = 'queued';
 ///
 /// A run's writes (accept, claim, events, end, cancel) go through one
 /// writer thread that commits many runs' work per transaction
-/// ([`writer`]); reads, and the rare writes of profiles, attachments,
+/// (the `writer` module); reads, and the rare writes of profiles, attachments,
 /// calendars and jobs, use a pool of connections (WAL: readers never wait
 /// for the writer).
 #[derive(Debug, Clone)]
