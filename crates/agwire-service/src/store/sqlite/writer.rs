@@ -202,18 +202,135 @@ fn commit_batch(
     for work in batch.drain(..) {
         // Each call in a savepoint of its own: its failure undoes only it.
         if let Err(error) = tx.execute_batch("SAVEPOINT call") {
-            tracing::error!(%error, "could not open a savepoint");
-        }
-        let reply = work(&tx);
-        let end = if reply.failed() {
-            "ROLLBACK TO call; RELEASE call"
+            // Without a savepoint the call could not be undone alone: it is
+            // not run (its caller gets an error).
+            tracing::error!(%error, "could not open a savepoint; the call is refused");
+            drop(work);
         } else {
-            "RELEASE call"
-        };
-        if let Err(error) = tx.execute_batch(end) {
-            tracing::error!(%error, "could not close a savepoint");
+            // A panicking call fails alone (its caller gets an error); the
+            // writer goes on.
+            let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&tx)));
+            let failed = reply.as_ref().map_or(true, |reply| reply.failed());
+            let end = if failed {
+                "ROLLBACK TO call; RELEASE call"
+            } else {
+                "RELEASE call"
+            };
+            if let Err(error) = tx.execute_batch(end) {
+                tracing::error!(%error, "could not close a savepoint");
+            }
+            match reply {
+                Ok(reply) => replies.push(reply),
+                Err(_) => tracing::error!("a write panicked; it is undone"),
+            }
         }
-        replies.push(reply);
+        // Some errors (I/O, a full disk, memory) make SQLite roll back the
+        // whole transaction itself. Then nothing of this batch is there:
+        // the calls still queued must not run outside a transaction, and
+        // every caller learns that nothing was committed.
+        if tx.is_autocommit() {
+            tracing::error!("SQLite rolled back the write transaction; the batch is refused");
+            // (Returning drops the calls not yet run.)
+            return Err("the transaction was rolled back".into());
+        }
     }
     tx.commit().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn database() -> Connection {
+        let connection = Connection::open_in_memory().unwrap();
+        connection
+            .execute_batch("CREATE TABLE t (v INTEGER NOT NULL);")
+            .unwrap();
+        connection
+    }
+
+    /// A call as the writer runs it, and where its answer arrives.
+    fn call<T: Send + 'static>(
+        work: impl FnOnce(&Transaction<'_>) -> Result<T, Error> + Send + 'static,
+    ) -> (Work, oneshot::Receiver<Result<T, Error>>) {
+        let (to, answer) = oneshot::channel();
+        let unit: Work = Box::new(move |tx| {
+            Box::new(Pending {
+                result: work(tx),
+                to,
+                undo: None,
+            })
+        });
+        (unit, answer)
+    }
+
+    fn insert(v: i64) -> impl FnOnce(&Transaction<'_>) -> Result<(), Error> + Send + 'static {
+        move |tx| {
+            tx.execute("INSERT INTO t (v) VALUES (?1)", [v])?;
+            Ok(())
+        }
+    }
+
+    fn values(connection: &Connection) -> Vec<i64> {
+        let mut statement = connection.prepare("SELECT v FROM t ORDER BY v").unwrap();
+        statement
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    fn run_batch(connection: &mut Connection, batch: Vec<Work>) -> Result<(), String> {
+        let mut batch = batch;
+        let mut replies = Vec::new();
+        let committed = commit_batch(connection, &mut batch, &mut replies);
+        for reply in replies {
+            reply.send(committed.clone());
+        }
+        committed
+    }
+
+    #[test]
+    fn a_failing_or_panicking_call_is_undone_alone() {
+        let mut connection = database();
+        let (first, first_answer) = call(insert(1));
+        let (failing, failing_answer) = call(|tx| {
+            tx.execute("INSERT INTO t (v) VALUES (2)", [])?;
+            Err::<(), _>(Error::Conflict("no".into()))
+        });
+        let (panicking, panicking_answer) = call(|tx| -> Result<(), Error> {
+            tx.execute("INSERT INTO t (v) VALUES (3)", []).unwrap();
+            panic!("a bug in one call");
+        });
+        let (last, last_answer) = call(insert(4));
+        run_batch(&mut connection, vec![first, failing, panicking, last]).unwrap();
+        assert!(first_answer.blocking_recv().unwrap().is_ok());
+        assert!(matches!(
+            failing_answer.blocking_recv().unwrap(),
+            Err(Error::Conflict(_))
+        ));
+        // The panicking call's answer channel is dropped: its caller gets an error.
+        assert!(panicking_answer.blocking_recv().is_err());
+        assert!(last_answer.blocking_recv().unwrap().is_ok());
+        assert_eq!(values(&connection), [1, 4]);
+    }
+
+    #[test]
+    fn when_sqlite_drops_the_transaction_nothing_of_the_batch_stays_and_every_caller_knows() {
+        let mut connection = database();
+        let (first, first_answer) = call(insert(1));
+        // What SQLite does by itself on some errors (I/O, a full disk):
+        // the whole transaction is rolled back under the calls' feet.
+        let (dropping, dropping_answer) = call(|tx| {
+            tx.execute_batch("ROLLBACK")?;
+            Ok(())
+        });
+        let (after, after_answer) = call(insert(3));
+        assert!(run_batch(&mut connection, vec![first, dropping, after]).is_err());
+        assert!(first_answer.blocking_recv().unwrap().is_err());
+        assert!(dropping_answer.blocking_recv().unwrap().is_err());
+        // Never run outside the transaction.
+        assert!(after_answer.blocking_recv().is_err());
+        assert!(values(&connection).is_empty());
+    }
 }
