@@ -9,7 +9,9 @@
 use agwire_core::{Content, ContentPart, Message, PartSource};
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::store::StoredMessage;
 
@@ -33,17 +35,84 @@ fn shown(stored: &StoredMessage) -> bool {
     }
 }
 
-/// The snapshot of `thread_id` for the day before `before` (or the latest),
-/// as JSON. `sign` turns a stored attachment URL into one the client may
-/// fetch now.
+/// A day of a thread, as the history API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = HistorySnapshotResponse)]
+pub(crate) struct HistoryDay {
+    scope: Scope,
+    thread_id: Option<String>,
+    /// The day shown (in the user's zone), or none when nothing is.
+    #[schema(format = Date)]
+    day: Option<String>,
+    /// Whether earlier days have messages (ask with `before` = `day`).
+    has_more: bool,
+    messages: Vec<HistoryMessage>,
+}
+
+/// What a snapshot covers (always one day).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum Scope {
+    HistoryDay,
+}
+
+/// A message of a history day.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum HistoryMessage {
+    User(UserEntry),
+    Assistant(AssistantEntry),
+}
+
+/// What the user said, with their images.
+#[derive(Debug, Serialize, ToSchema)]
+struct UserEntry {
+    id: String,
+    seq: i64,
+    content: String,
+    attachments: Vec<AttachmentLink>,
+    #[schema(format = DateTime)]
+    timestamp: String,
+}
+
+/// An image of a user message, with a fresh signed URL.
+#[derive(Debug, Serialize, ToSchema)]
+struct AttachmentLink {
+    #[serde(rename = "mimeType")]
+    mime_type: String,
+    url: String,
+}
+
+/// What the assistant answered.
+#[derive(Debug, Serialize, ToSchema)]
+struct AssistantEntry {
+    id: String,
+    seq: i64,
+    content: String,
+    /// UiSchemaRenderer 2.0 (docs/ui-schema.md).
+    #[schema(value_type = Option<Object>)]
+    ui_schema: Option<Value>,
+    #[schema(format = DateTime)]
+    timestamp: String,
+}
+
+/// The snapshot of `thread_id` for the day before `before` (or the latest).
+/// `sign` turns a stored attachment URL into one the client may fetch now.
 pub(crate) fn snapshot(
     thread_id: Option<&str>,
     messages: &[StoredMessage],
     tz: &TimeZone,
     before: Option<Date>,
     sign: &dyn Fn(&str) -> String,
-) -> Value {
-    let empty = json!({"scope": "history_day", "threadId": thread_id, "day": null, "hasMore": false, "messages": []});
+) -> HistoryDay {
+    let mut snapshot = HistoryDay {
+        scope: Scope::HistoryDay,
+        thread_id: thread_id.map(str::to_owned),
+        day: None,
+        has_more: false,
+        messages: Vec::new(),
+    };
     let visible: Vec<(&StoredMessage, Date)> = messages
         .iter()
         .filter(|m| shown(m))
@@ -55,30 +124,25 @@ pub(crate) fn snapshot(
         .filter(|d| before.is_none_or(|b| *d < b))
         .max()
     else {
-        return empty;
+        return snapshot;
     };
-    let has_more = visible.iter().any(|(_, d)| *d < day);
-    let shown: Vec<Value> = visible
+    snapshot.day = Some(day.to_string());
+    snapshot.has_more = visible.iter().any(|(_, d)| *d < day);
+    snapshot.messages = visible
         .iter()
         .filter(|(_, d)| *d == day)
         .map(|(m, _)| render(m, sign))
         .collect();
-    json!({
-        "scope": "history_day",
-        "threadId": thread_id,
-        "day": day.to_string(),
-        "hasMore": has_more,
-        "messages": shown,
-    })
+    snapshot
 }
 
-fn render(stored: &StoredMessage, sign: &dyn Fn(&str) -> String) -> Value {
+fn render(stored: &StoredMessage, sign: &dyn Fn(&str) -> String) -> HistoryMessage {
     let timestamp = jiff::Timestamp::from_millisecond(stored.created_at)
         .map(|t| t.to_string())
         .unwrap_or_default();
     match &stored.message {
         Message::User(user) => {
-            let (text, attachments) = match &user.content {
+            let (content, attachments) = match &user.content {
                 Content::Text(text) => (text.clone(), Vec::new()),
                 Content::Parts(parts) => {
                     let text = parts
@@ -93,10 +157,10 @@ fn render(stored: &StoredMessage, sign: &dyn Fn(&str) -> String) -> Value {
                         .iter()
                         .filter_map(|p| match p {
                             ContentPart::Image(media) => match &media.source {
-                                PartSource::Url { value, mime_type } => Some(json!({
-                                    "mimeType": mime_type.as_deref().unwrap_or("image/*"),
-                                    "url": sign(value),
-                                })),
+                                PartSource::Url { value, mime_type } => Some(AttachmentLink {
+                                    mime_type: mime_type.as_deref().unwrap_or("image/*").to_owned(),
+                                    url: sign(value),
+                                }),
                                 _ => None,
                             },
                             _ => None,
@@ -105,16 +169,26 @@ fn render(stored: &StoredMessage, sign: &dyn Fn(&str) -> String) -> Value {
                     (text, attachments)
                 }
             };
-            json!({"id": user.id, "seq": stored.seq, "role": "user", "content": text,
-                   "attachments": attachments, "timestamp": timestamp})
+            HistoryMessage::User(UserEntry {
+                id: user.id.clone(),
+                seq: stored.seq,
+                content,
+                attachments,
+                timestamp,
+            })
         }
         other => {
             let content = match other {
                 Message::Assistant(a) => a.content.clone().unwrap_or_default(),
                 _ => String::new(),
             };
-            json!({"id": other.id(), "seq": stored.seq, "role": "assistant", "content": content,
-                   "ui_schema": stored.ui_schema, "timestamp": timestamp})
+            HistoryMessage::Assistant(AssistantEntry {
+                id: other.id().to_owned(),
+                seq: stored.seq,
+                content,
+                ui_schema: stored.ui_schema.clone(),
+                timestamp,
+            })
         }
     }
 }
@@ -122,6 +196,18 @@ fn render(stored: &StoredMessage, sign: &dyn Fn(&str) -> String) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// A snapshot as the API sends it.
+    fn snapshot(
+        thread_id: Option<&str>,
+        messages: &[StoredMessage],
+        tz: &TimeZone,
+        before: Option<Date>,
+        sign: &dyn Fn(&str) -> String,
+    ) -> Value {
+        serde_json::to_value(super::snapshot(thread_id, messages, tz, before, sign)).unwrap()
+    }
 
     fn at(iso: &str) -> i64 {
         iso.parse::<jiff::Timestamp>().unwrap().as_millisecond()

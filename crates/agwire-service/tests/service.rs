@@ -654,19 +654,38 @@ async fn with_auth_every_endpoint_is_per_user() {
         ("GET", "/api/v1/me/profile".into()),
         ("POST", "/api/v1/agent/attachments".into()),
     ];
-    // Every route but the public ones (health, the API description, and
-    // the signed attachment GET, whose signature is its credential).
-    let public = [
-        "/healthz",
-        "/openapi.json",
-        "/api/v1/agent/attachments/{id}",
-    ];
-    let guarded: Vec<(&str, String)> = Service::ROUTES
-        .iter()
-        .filter(|(_, path)| !public.contains(path))
-        .map(|(method, path)| (*method, path.replace("{runId}", "secret-run")))
-        .collect();
-    assert_eq!(guarded.len(), Service::ROUTES.len() - public.len());
+    // Every operation the API document does not mark public (`security:
+    // []`): all but health, the document itself, and the signed attachment
+    // GET, whose signature is its credential.
+    let document: Value = client
+        .get(url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut guarded: Vec<(String, String)> = Vec::new();
+    let mut public: Vec<String> = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if operation["security"] == serde_json::json!([]) {
+                public.push(path.clone());
+            } else {
+                guarded.push((method.to_uppercase(), path.replace("{runId}", "secret-run")));
+            }
+        }
+    }
+    public.sort();
+    assert_eq!(
+        public,
+        [
+            "/api/v1/agent/attachments/{id}",
+            "/healthz",
+            "/openapi.json"
+        ]
+    );
+    assert_eq!(guarded.len(), 17);
     for token in [None, Some(expired.as_str()), Some(forged.as_str())] {
         for (method, path) in &guarded {
             let mut request = client.request(method.parse().unwrap(), url(path));

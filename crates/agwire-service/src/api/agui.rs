@@ -8,6 +8,8 @@ use agwire_server::{Intake, IntakeError};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 
+use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
+use super::error::Detail;
 use super::stream::stream;
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User};
 use crate::config::BusyThread;
@@ -85,6 +87,24 @@ impl From<IntakeError> for ApiError {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/agui",
+    operation_id = "agui",
+    summary = "Standard AG-UI endpoint (HttpAgent, CopilotKit)",
+    description = "Any valid RunAgentInput carrying the whole conversation (camelCase or snake_case); ids are opaque strings of 1 to 128 characters; at most 2000 messages; body up to `runs.agui_max_payload_bytes` (1 MiB). Request messages whose id the thread does not hold yet are appended to it; the run is an ordinary run (same log, resumable with GET /api/v1/agent/runs/{runId}/events, same history). Wildcard `Accept` gets SSE.",
+    request_body(content = RunAgentInputBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The run's AG-UI event stream: SSE (`text/event-stream`, every frame `id: <seq>`, `: keep-alive` comments) or protobuf (`application/vnd.ag-ui.event+proto`, 4-byte big-endian length-prefixed frames), by `Accept`. Ends after RUN_FINISHED or RUN_ERROR.",
+            content((SseFrame = "text/event-stream"), (Binary = "application/vnd.ag-ui.event+proto"))),
+        (status = 404, description = "`thread not found` (another user's thread)", body = Detail),
+        (status = 409, description = "`the thread already has an active run; wait for it or cancel it`, or `runId '<id>' was already used with a different request`", body = Detail),
+        (status = 413, description = "`RunAgentInput payload exceeds size limit`", body = Detail),
+        (status = 415, description = "`Content-Type must be application/json`", body = Detail),
+        (status = 422, description = "`invalid RunAgentInput: <what>`, `threadId must be 1 to 128 characters`, `runId must not be empty`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, or a frontend tool named like a backend tool", body = Detail),
+        (status = 503, description = "`the server is shutting down; retry shortly`", body = Detail),
+    )
+)]
 pub(super) async fn post_agui(
     State(service): State<Service>,
     User(user): User,

@@ -7,8 +7,11 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::doc::bodies::{Binary, Upload};
+use super::error::Detail;
 use super::history::base_url;
 use super::{ApiError, ApiResult, User, now_ms};
 use crate::attachments::sniff;
@@ -20,6 +23,35 @@ pub(super) const MULTIPART_OVERHEAD: usize = 64 * 1024;
 
 const TOO_LARGE: &str = "attachment exceeds size limit";
 
+/// A stored attachment.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Attachment)]
+pub(super) struct AttachmentView {
+    id: String,
+    /// Absolute, signed, expiring GET URL.
+    url: String,
+    mime_type: &'static str,
+    size: usize,
+    #[schema(format = DateTime)]
+    expires_at: String,
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/agent/attachments",
+    operation_id = "uploadAttachment",
+    summary = "Upload an image",
+    description = "The raw image as the body (with its Content-Type), or multipart/form-data with the file in field `file`. The type is judged by the bytes (PNG, JPEG, GIF, WebP).",
+    request_body(content((Binary = "image/*"), (Upload = "multipart/form-data"))),
+    responses(
+        (status = 201, description = "Stored", body = AttachmentView),
+        (status = 400, description = "Malformed multipart body", body = Detail),
+        (status = 413, description = "`attachment exceeds size limit`", body = Detail),
+        (status = 415, description = "`the upload is not a PNG, JPEG, GIF or WebP image`", body = Detail),
+        (status = 422, description = "`multipart upload needs a 'file' field`", body = Detail),
+    )
+)]
 pub(super) async fn upload(
     State(service): State<Service>,
     User(user): User,
@@ -92,11 +124,34 @@ pub(super) async fn upload(
         .unwrap_or_default();
     Ok((
         StatusCode::CREATED,
-        axum::Json(json!({"id": id, "url": url, "mimeType": mime_type, "size": bytes.len(), "expiresAt": expires_at})),
+        axum::Json(AttachmentView {
+            id,
+            url,
+            mime_type,
+            size: bytes.len(),
+            expires_at,
+        }),
     )
         .into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/agent/attachments/{id}",
+    operation_id = "downloadAttachment",
+    summary = "Download by signed URL",
+    description = "The signature (HMAC-SHA256 over id, owner and expiry) is the credential.",
+    params(
+        ("id" = String, Path),
+        ("exp" = i64, Query),
+        ("sig" = String, Query),
+    ),
+    responses(
+        (status = 200, description = "The image", content_type = "image/*", body = Binary),
+        (status = 403, description = "`invalid or expired signature`", body = Detail),
+        (status = 404, description = "`attachment not found`", body = Detail),
+    )
+)]
 pub(super) async fn download(
     State(service): State<Service>,
     Path(id): Path<String>,

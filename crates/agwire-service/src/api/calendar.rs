@@ -6,14 +6,37 @@ use std::collections::HashMap;
 
 use axum::extract::{Query, State};
 use axum::response::IntoResponse;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::error::Detail;
 use super::{ApiError, ApiResult, User};
+use crate::brain::tools::EventView;
 use crate::service::Service;
 
 /// Most events one answer lists.
 const MAX_EVENTS: u32 = 500;
 
+/// Calendar events.
+#[derive(Serialize, ToSchema)]
+pub(super) struct Events {
+    events: Vec<EventView>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/calendar/events",
+    operation_id = "calendarEvents",
+    summary = "The user's calendar events",
+    params(
+        ("from" = Option<String>, Query, format = DateTime, description = "RFC 3339 with offset; default now"),
+        ("to" = Option<String>, Query, format = DateTime, description = "Default from + 30 days"),
+    ),
+    responses(
+        (status = 200, description = "Events overlapping the range", body = Events),
+        (status = 422, description = "`from must be an RFC 3339 date-time with an offset`, `to must be after from`", body = Detail),
+    )
+)]
 pub(super) async fn list_events(
     State(service): State<Service>,
     User(user): User,
@@ -46,8 +69,8 @@ pub(super) async fn list_events(
             MAX_EVENTS,
         )
         .await?;
-    Ok(axum::Json(
-        json!({"events": events.iter().map(crate::brain::tools::event_json).collect::<Vec<_>>()}),
-    )
+    Ok(axum::Json(Events {
+        events: events.iter().map(EventView::new).collect(),
+    })
     .into_response())
 }

@@ -16,6 +16,13 @@ pub(crate) struct ApiError {
     bearer: bool,
 }
 
+/// The body of every error answer.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct Detail {
+    /// What went wrong, for a person.
+    pub(crate) detail: String,
+}
+
 /// What handlers return.
 pub(crate) type ApiResult<T = Response> = Result<T, ApiError>;
 
@@ -67,7 +74,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (
             self.status,
-            axum::Json(serde_json::json!({ "detail": self.detail })),
+            axum::Json(Detail {
+                detail: self.detail,
+            }),
         )
             .into_response();
         if self.bearer {

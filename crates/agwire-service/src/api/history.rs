@@ -8,10 +8,27 @@ use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
 use serde_json::Value;
 
+use super::error::Detail;
 use super::{ApiError, ApiResult, User, now_ms};
 use crate::attachments::REFERENCE_PREFIX;
+use crate::history::HistoryDay;
 use crate::service::Service;
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/agent/history",
+    operation_id = "history",
+    summary = "Day-scoped history snapshot (seed 004)",
+    params(
+        ("threadId" = Option<String>, Query, description = "Default: the user's most recently active thread"),
+        ("before" = Option<String>, Query, format = Date, description = "Latest day with messages strictly before this date (profile time zone, UTC if none)"),
+    ),
+    responses(
+        (status = 200, description = "Snapshot", body = HistoryDay),
+        (status = 404, description = "`thread not found`", body = Detail),
+        (status = 422, description = "`before must be a date (YYYY-MM-DD)`", body = Detail),
+    )
+)]
 pub(super) async fn get_history(
     State(service): State<Service>,
     User(user): User,

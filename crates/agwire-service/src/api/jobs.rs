@@ -5,10 +5,15 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use jiff::Timestamp;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
+use super::doc::bodies::JobInput;
+use super::error::Detail;
+use super::runs::RunView;
 use super::{ApiError, ApiResult, User};
-use crate::jobs::{MAX_JOBS_PER_USER, apply, show};
+use crate::jobs::{JobView, MAX_JOBS_PER_USER, apply};
 use crate::service::Service;
 use crate::store::JobRecord;
 
@@ -22,6 +27,31 @@ fn body_object(body: &[u8]) -> ApiResult<Map<String, Value>> {
     }
 }
 
+/// A user's jobs.
+#[derive(Serialize, ToSchema)]
+pub(super) struct Jobs {
+    jobs: Vec<JobView>,
+}
+
+/// A job's runs, newest first.
+#[derive(Serialize, ToSchema)]
+pub(super) struct JobRuns {
+    runs: Vec<RunView>,
+}
+
+const INVALID_JOB: &str = "`<field> is required`, `invalid schedule: <why>`, `timezone must be an IANA time zone`, `name must be 1 to 200 characters`, `prompt must be 1 to 10000 characters`, `invalid config: <why>`, `enabled must be a boolean`, `unknown job field '<key>'`, `too many automation jobs (at most 100)`";
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/automation/jobs",
+    operation_id = "createJob",
+    summary = "Create an automation job",
+    request_body(content = JobInput, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Created", body = JobView),
+        (status = 422, description = INVALID_JOB, body = Detail),
+    )
+)]
 pub(super) async fn create(
     State(service): State<Service>,
     User(user): User,
@@ -57,12 +87,24 @@ pub(super) async fn create(
     apply(&service.engine.runtime, &mut job, &patch, now).map_err(ApiError::unprocessable)?;
     // The job's thread is created with it, owned by its user.
     store.create_job(&job).await?;
-    Ok((StatusCode::CREATED, axum::Json(show(&job))).into_response())
+    Ok((StatusCode::CREATED, axum::Json(JobView::new(&job))).into_response())
 }
 
-pub(super) async fn list(State(service): State<Service>, User(user): User) -> ApiResult {
+#[utoipa::path(
+    get,
+    path = "/api/v1/automation/jobs",
+    operation_id = "listJobs",
+    summary = "The user's jobs",
+    responses((status = 200, description = "Jobs", body = Jobs))
+)]
+pub(super) async fn list(
+    State(service): State<Service>,
+    User(user): User,
+) -> ApiResult<axum::Json<Jobs>> {
     let jobs = service.engine.store.jobs(&user).await?;
-    Ok(axum::Json(json!({"jobs": jobs.iter().map(show).collect::<Vec<_>>()})).into_response())
+    Ok(axum::Json(Jobs {
+        jobs: jobs.iter().map(JobView::new).collect(),
+    }))
 }
 
 /// `user`'s job, or 404.
@@ -75,15 +117,39 @@ async fn owned(service: &Service, user: &str, id: &str) -> ApiResult<JobRecord> 
         .ok_or_else(|| ApiError::not_found("job not found"))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/automation/jobs/{id}",
+    operation_id = "getJob",
+    summary = "A job",
+    params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "Job", body = JobView),
+        (status = 404, description = "`job not found`", body = Detail),
+    )
+)]
 pub(super) async fn read(
     State(service): State<Service>,
     User(user): User,
     Path(id): Path<String>,
 ) -> ApiResult {
     let job = owned(&service, &user, &id).await?;
-    Ok(axum::Json(show(&job)).into_response())
+    Ok(axum::Json(JobView::new(&job)).into_response())
 }
 
+#[utoipa::path(
+    patch,
+    path = "/api/v1/automation/jobs/{id}",
+    operation_id = "patchJob",
+    summary = "Change a job",
+    params(("id" = String, Path)),
+    request_body(content = JobInput, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Job", body = JobView),
+        (status = 404, description = "`job not found`", body = Detail),
+        (status = 422, description = "As for create", body = Detail),
+    )
+)]
 pub(super) async fn update(
     State(service): State<Service>,
     User(user): User,
@@ -98,9 +164,20 @@ pub(super) async fn update(
         // Deleted since it was read.
         return Err(ApiError::not_found("job not found"));
     }
-    Ok(axum::Json(show(&job)).into_response())
+    Ok(axum::Json(JobView::new(&job)).into_response())
 }
 
+#[utoipa::path(
+    delete,
+    path = "/api/v1/automation/jobs/{id}",
+    operation_id = "deleteJob",
+    summary = "Delete a job (its runs and thread stay)",
+    params(("id" = String, Path)),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "`job not found`", body = Detail),
+    )
+)]
 pub(super) async fn remove(
     State(service): State<Service>,
     User(user): User,
@@ -112,6 +189,17 @@ pub(super) async fn remove(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/automation/jobs/{id}/runs",
+    operation_id = "jobRuns",
+    summary = "A job's runs, newest first",
+    params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "Runs", body = JobRuns),
+        (status = 404, description = "`job not found`", body = Detail),
+    )
+)]
 pub(super) async fn runs(
     State(service): State<Service>,
     User(user): User,
@@ -123,14 +211,8 @@ pub(super) async fn runs(
         .store
         .thread_runs(&job.thread_id, MAX_JOB_RUNS)
         .await?;
-    Ok(axum::Json(json!({"runs": runs.iter().map(|run| json!({
-        "taskId": run.task_id,
-        "runId": run.run_id,
-        "threadId": run.thread_id,
-        "status": run.status,
-        "createdAt": run.created_at,
-        "startedAt": run.started_at,
-        "finishedAt": run.finished_at,
-    })).collect::<Vec<_>>()}))
+    Ok(axum::Json(JobRuns {
+        runs: runs.iter().map(|run| RunView::new(run, false)).collect(),
+    })
     .into_response())
 }

@@ -6,6 +6,7 @@
 mod agui;
 mod attachments;
 mod calendar;
+mod doc;
 pub(crate) mod error;
 mod history;
 mod jobs;
@@ -19,13 +20,14 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::http::{StatusCode, header};
-use axum::routing::{get, post};
 
 use axum::http::{HeaderValue, Method, Request, Response};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
+
+use utoipa::OpenApi as _;
 
 use crate::service::Service;
 use crate::validate::MAX_PAYLOAD_BYTES;
@@ -68,90 +70,63 @@ async fn authenticate(
 }
 
 impl Service {
-    /// Every route the service answers, as (method, path): `/openapi.json`
-    /// describes exactly these (a test holds both to it).
-    pub const ROUTES: &'static [(&'static str, &'static str)] = &[
-        ("GET", "/healthz"),
-        ("GET", "/metrics"),
-        ("GET", "/openapi.json"),
-        ("POST", "/api/v1/agui"),
-        ("POST", "/api/v1/agent/runs"),
-        ("GET", "/api/v1/agent/runs/{runId}"),
-        ("GET", "/api/v1/agent/runs/{runId}/events"),
-        ("POST", "/api/v1/agent/runs/{runId}/cancel"),
-        ("GET", "/api/v1/agent/history"),
-        ("GET", "/api/v1/me/profile"),
-        ("PATCH", "/api/v1/me/profile"),
-        ("POST", "/api/v1/agent/attachments"),
-        ("GET", "/api/v1/agent/attachments/{id}"),
-        ("POST", "/api/v1/automation/jobs"),
-        ("GET", "/api/v1/automation/jobs"),
-        ("GET", "/api/v1/automation/jobs/{id}"),
-        ("PATCH", "/api/v1/automation/jobs/{id}"),
-        ("DELETE", "/api/v1/automation/jobs/{id}"),
-        ("GET", "/api/v1/automation/jobs/{id}/runs"),
-        ("GET", "/api/v1/calendar/events"),
-    ];
-
-    /// The API routes.
+    /// The API routes, and `/openapi.json` describing exactly them.
     pub fn router(&self) -> Router {
         use crate::api::limits::{body_limit, header_limits, json_errors};
         use axum::middleware::from_fn;
+        use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+        use utoipa_axum::routes;
         let http = &self.options.http;
-        let run_body = || {
-            from_fn(body_limit(
-                MAX_PAYLOAD_BYTES,
-                "RunAgentInput payload exceeds size limit",
-            ))
-        };
-        let agui_body = from_fn(body_limit(
-            self.options.agui_max_payload_bytes,
-            "RunAgentInput payload exceeds size limit",
-        ));
         let upload_limit = self
             .attachments
             .as_ref()
             .map_or(0, |a| a.max_bytes + attachments::MULTIPART_OVERHEAD);
-        let upload_body = from_fn(body_limit(upload_limit, "attachment exceeds size limit"));
+        let limited = |limit: usize, message: &'static str| {
+            move |(schemas, paths, method): UtoipaMethodRouter<Service>| {
+                (
+                    schemas,
+                    paths,
+                    method.layer(from_fn(body_limit(limit, message))),
+                )
+            }
+        };
         // Routes with a body limit of their own (runs, uploads); the rest
         // take small JSON documents at most.
-        let sized = Router::new()
-            .route("/api/v1/agui", post(agui::post_agui).layer(agui_body))
-            .route("/api/v1/agent/runs", post(runs::post_run).layer(run_body()))
-            .route(
-                "/api/v1/agent/attachments",
-                post(attachments::upload).layer(upload_body),
-            );
-        let small = Router::new()
-            .route("/healthz", get(ops::health))
-            .route("/metrics", get(ops::metrics))
-            .route("/openapi.json", get(ops::openapi))
-            .route("/api/v1/agent/runs/{run_id}", get(runs::get_run))
-            .route("/api/v1/agent/runs/{run_id}/events", get(runs::get_events))
-            .route("/api/v1/agent/runs/{run_id}/cancel", post(runs::cancel_run))
-            .route("/api/v1/agent/history", get(history::get_history))
-            .route(
-                "/api/v1/me/profile",
-                get(profile::get_profile).patch(profile::patch_profile),
-            )
-            .route("/api/v1/agent/attachments/{id}", get(attachments::download))
-            .route(
-                "/api/v1/automation/jobs",
-                post(jobs::create).get(jobs::list),
-            )
-            .route(
-                "/api/v1/automation/jobs/{id}",
-                get(jobs::read).patch(jobs::update).delete(jobs::remove),
-            )
-            .route("/api/v1/automation/jobs/{id}/runs", get(jobs::runs))
-            .route("/api/v1/calendar/events", get(calendar::list_events))
-            .layer(from_fn(body_limit(
-                http.max_body_bytes,
-                "the request body exceeds the size limit",
-            )));
-        sized
-            .merge(small)
+        let run_body = limited(
+            MAX_PAYLOAD_BYTES,
+            "RunAgentInput payload exceeds size limit",
+        );
+        let agui_body = limited(
+            self.options.agui_max_payload_bytes,
+            "RunAgentInput payload exceeds size limit",
+        );
+        let upload_body = limited(upload_limit, "attachment exceeds size limit");
+        let small = limited(
+            http.max_body_bytes,
+            "the request body exceeds the size limit",
+        );
+        let (router, document) = OpenApiRouter::with_openapi(doc::ApiDoc::openapi())
+            .routes(agui_body(routes!(agui::post_agui)))
+            .routes(run_body(routes!(runs::post_run)))
+            .routes(upload_body(routes!(attachments::upload)))
+            .routes(small(routes!(ops::health)))
+            .routes(small(routes!(ops::metrics)))
+            .routes(small(routes!(ops::openapi)))
+            .routes(small(routes!(runs::get_run)))
+            .routes(small(routes!(runs::get_events)))
+            .routes(small(routes!(runs::cancel_run)))
+            .routes(small(routes!(history::get_history)))
+            .routes(small(routes!(profile::get_profile, profile::patch_profile)))
+            .routes(small(routes!(attachments::download)))
+            .routes(small(routes!(jobs::create, jobs::list)))
+            .routes(small(routes!(jobs::read, jobs::update, jobs::remove)))
+            .routes(small(routes!(jobs::runs)))
+            .routes(small(routes!(calendar::list_events)))
+            .split_for_parts();
+        let document = ops::Document(doc::finish(document).into());
+        router
             .with_state(self.clone())
+            .layer(axum::Extension(document))
             // The limits above are the body limits (axum's default of 2 MB
             // would cut uploads short).
             .layer(axum::extract::DefaultBodyLimit::disable())

@@ -3,15 +3,43 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::IntoResponse;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::{ApiResult, authenticate};
 use crate::service::Service;
 
-pub(super) async fn health(State(service): State<Service>) -> impl IntoResponse {
-    axum::Json(json!({"status": "ok", "agent": service.engine.brain.describe()}))
+/// The service is up.
+#[derive(Serialize, ToSchema)]
+pub(super) struct Health {
+    /// Always `ok`.
+    status: &'static str,
+    /// What executes runs (`builtin`, `scripted`, a provider:model).
+    agent: String,
 }
 
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    operation_id = "health",
+    summary = "Liveness",
+    responses((status = 200, description = "Up", body = Health))
+)]
+pub(super) async fn health(State(service): State<Service>) -> axum::Json<Health> {
+    axum::Json(Health {
+        status: "ok",
+        agent: service.engine.brain.describe(),
+    })
+}
+
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "metrics",
+    summary = "Prometheus metrics",
+    description = "Text exposition 0.0.4: `agwire_runs{status}` (gauge, from the store), `agwire_runs_accepted_total`, `agwire_events_appended_total`, `agwire_active_streams`, `agwire_event_append_seconds` (histogram of one batch append). Needs a token when auth is on unless `metrics.public = true`.",
+    responses((status = 200, description = "Metrics", content_type = "text/plain; version=0.0.4; charset=utf-8", body = String))
+)]
 pub(super) async fn metrics(State(service): State<Service>, headers: HeaderMap) -> ApiResult {
     if !service.options.metrics_public {
         authenticate(&headers, &service).await?;
@@ -34,15 +62,26 @@ pub(super) async fn metrics(State(service): State<Service>, headers: HeaderMap) 
         .into_response())
 }
 
-/// The API description (`docs/API.md` is its prose twin).
-const OPENAPI: &str = include_str!("../openapi.json");
+/// The API description, generated when the router is built
+/// ([`super::doc`]; `docs/API.md` is its prose twin).
+#[derive(Clone)]
+pub(super) struct Document(pub(super) axum::body::Bytes);
 
-pub(super) async fn openapi() -> impl IntoResponse {
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    operation_id = "openapi",
+    summary = "This document",
+    responses((status = 200, description = "OpenAPI 3.1", body = Object))
+)]
+pub(super) async fn openapi(
+    axum::extract::Extension(document): axum::extract::Extension<Document>,
+) -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        OPENAPI,
+        document.0,
     )
 }

@@ -4,14 +4,40 @@
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
+use super::doc::bodies::ProfilePatch;
+use super::error::Detail;
 use super::{ApiError, ApiResult, User, now_ms};
 use crate::service::Service;
 
-pub(super) async fn get_profile(State(service): State<Service>, User(user): User) -> ApiResult {
+/// A user's profile.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Profile)]
+pub(super) struct ProfileView {
+    /// The user id (the token's `sub`).
+    id: String,
+    /// `timezone` (IANA), `locale` (BCP 47), and whatever else the front
+    /// end keeps.
+    #[schema(value_type = Object)]
+    settings: Map<String, Value>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/me/profile",
+    operation_id = "getProfile",
+    summary = "The user's profile",
+    responses((status = 200, description = "Profile", body = ProfileView))
+)]
+pub(super) async fn get_profile(
+    State(service): State<Service>,
+    User(user): User,
+) -> ApiResult<axum::Json<ProfileView>> {
     let settings = service.engine.store.settings(&user).await?;
-    Ok(axum::Json(json!({"id": &user, "settings": settings})).into_response())
+    Ok(axum::Json(ProfileView { id: user, settings }))
 }
 
 /// A BCP 47-shaped language tag (`en`, `zh-CN`, `sr-Latn-RS`).
@@ -27,6 +53,18 @@ fn is_locale(tag: &str) -> bool {
             .is_some_and(|l| l.bytes().all(|b| b.is_ascii_alphabetic()))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/api/v1/me/profile",
+    operation_id = "patchProfile",
+    summary = "Change settings",
+    description = "`settings.timezone` must be an IANA zone, `settings.locale` a BCP 47 tag; `null` clears a setting; other settings keys are kept as given.",
+    request_body(content = ProfilePatch, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Profile", body = ProfileView),
+        (status = 422, description = "`the profile patch must be a JSON object`, `unknown profile field '<key>'`, `settings must be an object`, `invalid settings.<key>`", body = Detail),
+    )
+)]
 pub(super) async fn patch_profile(
     State(service): State<Service>,
     User(user): User,
@@ -69,5 +107,5 @@ pub(super) async fn patch_profile(
         }
     }
     store.set_settings(&user, &settings, now_ms()).await?;
-    Ok(axum::Json(json!({"id": &user, "settings": settings})).into_response())
+    Ok(axum::Json(ProfileView { id: user, settings }).into_response())
 }

@@ -8,15 +8,19 @@ use agwire_core::RunAgentInput;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
+use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
+use super::error::Detail;
 use super::stream::stream;
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User, now_ms};
 use crate::attachments::{Attachments, REFERENCE_PREFIX};
 use crate::config::BusyThread;
 use crate::runs::RunRequest;
 use crate::service::Service;
-use crate::store::{Admission, RunRecord};
+use crate::store::{Admission, RunRecord, RunStatus};
 use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 
 /// What a path segment must escape: everything but RFC 3986's unreserved
@@ -51,6 +55,96 @@ fn asked_stream(headers: &HeaderMap) -> Option<WireFormat> {
     Some(Negotiator::new().choose(Some(accept)))
 }
 
+/// The answer to an accepted run.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = TaskAcceptedResponse)]
+pub(super) struct TaskAccepted {
+    task_id: String,
+    thread_id: String,
+    run_id: String,
+    /// This request created the thread.
+    created: bool,
+}
+
+/// A run's state.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Run)]
+pub(super) struct RunView {
+    task_id: String,
+    thread_id: String,
+    run_id: String,
+    status: RunStatus,
+    /// ms since the epoch.
+    created_at: i64,
+    started_at: Option<i64>,
+    finished_at: Option<i64>,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<RunFailure>)]
+    error: Option<Option<Value>>,
+    /// `RUN_FINISHED.usage`: one AG-UI TokenUsage per model call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    usage: Option<Option<Value>>,
+}
+
+/// Why a run failed (its `RUN_ERROR`).
+#[derive(ToSchema)]
+#[allow(dead_code, reason = "a description: the stored JSON is sent as it is")]
+struct RunFailure {
+    message: String,
+    code: Option<String>,
+}
+
+impl RunView {
+    /// A run as the API shows it; `detailed` adds its error and usage.
+    pub(super) fn new(run: &RunRecord, detailed: bool) -> Self {
+        let stored = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<Value>(t).ok());
+        Self {
+            task_id: run.task_id.clone(),
+            thread_id: run.thread_id.clone(),
+            run_id: run.run_id.clone(),
+            status: run.status,
+            created_at: run.created_at,
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            error: detailed.then(|| stored(run.error.as_deref())),
+            usage: detailed.then(|| stored(run.usage.as_deref())),
+        }
+    }
+}
+
+/// The answer to a cancel.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct CancelRequested {
+    run_id: String,
+    /// Always true.
+    cancel_requested: bool,
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/agent/runs",
+    operation_id = "createRun",
+    summary = "Accept a run (seed 004)",
+    description = "Validates in seed 004's order before anything is written, appends the user message to its thread and creates the run in one transaction, and executes it in the background. With `Accept: text/event-stream` or `application/vnd.ag-ui.event+proto` the answer is the run's stream instead of 202. Re-posting the same body with the same threadId and runId answers the original acceptance. With `runs.busy_thread = \"enqueue\"` a run on a busy thread is accepted and waits.",
+    request_body(content = RunAgentInputBody, description = "At most 256 KiB.", content_type = "application/json"),
+    responses(
+        (status = 202, description = "Accepted", body = TaskAccepted,
+            headers(("Location" = String, description = "/api/v1/agent/runs/{runId}/events"))),
+        (status = 200, description = "The run's AG-UI event stream: SSE (`text/event-stream`, every frame `id: <seq>`, `: keep-alive` comments) or protobuf (`application/vnd.ag-ui.event+proto`, 4-byte big-endian length-prefixed frames), by `Accept`. Ends after RUN_FINISHED or RUN_ERROR.",
+            content((SseFrame = "text/event-stream"), (Binary = "application/vnd.ag-ui.event+proto"))),
+        (status = 404, description = "`thread not found` (another user's thread)", body = Detail),
+        (status = 409, description = "`the thread already has an active run; wait for it or cancel it`, or `runId '<id>' was already used with a different request`", body = Detail),
+        (status = 413, description = "`RunAgentInput payload exceeds size limit`", body = Detail),
+        (status = 415, description = "`Content-Type must be application/json`", body = Detail),
+        (status = 422, description = "Validation failed, first failing rule in this order: `invalid RunAgentInput: <what>`, `threadId must be a valid UUID`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, `RunAgentInput user message text exceeds limit`, `invalid RunAgentInput.forwardedProps`, `RunAgentInput.messages must contain exactly one user message`, `RunAgentInput.messages[0].role must be user`, `binary content requires image mimeType`, `binary content requires url`, `binary content data is not allowed`, `Too many attachments`, `binary content url is not a valid signed URL`, `invalid client_time.device_timezone`, `invalid client_time.client_now_iso`, `invalid client_time.client_epoch_ms`, `RunAgentInput.tools: '<name>' is the name of a backend tool; frontend tools must not reuse it`.", body = Detail),
+        (status = 503, description = "`the server is shutting down; retry shortly`", body = Detail),
+    )
+)]
 pub(super) async fn post_run(
     State(service): State<Service>,
     User(user): User,
@@ -106,12 +200,12 @@ pub(super) async fn post_run(
     );
     let mut response = (
         StatusCode::ACCEPTED,
-        axum::Json(json!({
-            "taskId": accepted.task_id,
-            "threadId": accepted.thread_id,
-            "runId": accepted.run_id,
-            "created": accepted.created,
-        })),
+        axum::Json(TaskAccepted {
+            task_id: accepted.task_id,
+            thread_id: accepted.thread_id,
+            run_id: accepted.run_id,
+            created: accepted.created,
+        }),
     )
         .into_response();
     if let Ok(value) = HeaderValue::from_str(&location) {
@@ -130,27 +224,44 @@ async fn owned_run(service: &Service, user: &str, run_id: &str) -> ApiResult<Run
         .ok_or_else(|| ApiError::not_found("run not found"))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/agent/runs/{runId}",
+    operation_id = "getRun",
+    summary = "Run status",
+    params(("runId" = String, Path, max_length = 128)),
+    responses(
+        (status = 200, description = "The run", body = RunView),
+        (status = 404, description = "`run not found`", body = Detail),
+    )
+)]
 pub(super) async fn get_run(
     State(service): State<Service>,
     User(user): User,
     Path(run_id): Path<String>,
-) -> ApiResult {
+) -> ApiResult<axum::Json<RunView>> {
     let run = owned_run(&service, &user, &run_id).await?;
-    let stored = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<Value>(t).ok());
-    Ok(axum::Json(json!({
-        "taskId": run.task_id,
-        "threadId": run.thread_id,
-        "runId": run.run_id,
-        "status": run.status,
-        "createdAt": run.created_at,
-        "startedAt": run.started_at,
-        "finishedAt": run.finished_at,
-        "error": stored(run.error.as_deref()),
-        "usage": stored(run.usage.as_deref()),
-    }))
-    .into_response())
+    Ok(axum::Json(RunView::new(&run, true)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/agent/runs/{runId}/events",
+    operation_id = "runEvents",
+    summary = "Stream (or replay) a run's events",
+    description = "Subscribes, backfills the log after `Last-Event-ID` (or `?after=`), then follows live events; ends after the terminal event. A finished run replays in full.",
+    params(
+        ("runId" = String, Path, max_length = 128),
+        ("after" = Option<u64>, Query, minimum = 0),
+        ("Last-Event-ID" = Option<String>, Header),
+    ),
+    responses(
+        (status = 200, description = "The run's AG-UI event stream: SSE (`text/event-stream`, every frame `id: <seq>`, `: keep-alive` comments) or protobuf (`application/vnd.ag-ui.event+proto`, 4-byte big-endian length-prefixed frames), by `Accept`. Ends after RUN_FINISHED or RUN_ERROR.",
+            content((SseFrame = "text/event-stream"), (Binary = "application/vnd.ag-ui.event+proto"))),
+        (status = 400, description = "`Last-Event-ID / after must be an event sequence number`", body = Detail),
+        (status = 404, description = "`run not found`", body = Detail),
+    )
+)]
 pub(super) async fn get_events(
     State(service): State<Service>,
     User(user): User,
@@ -181,6 +292,18 @@ pub(super) async fn get_events(
     Ok(stream(&service, run.task_id, after, format))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/agent/runs/{runId}/cancel",
+    operation_id = "cancelRun",
+    summary = "Cancel a run",
+    description = "Idempotent. A run that has not started ends at once (RUN_STARTED, RUN_FINISHED with outcome cancelled); a running one ends as cancelled with what it said; a finished one is unchanged.",
+    params(("runId" = String, Path, max_length = 128)),
+    responses(
+        (status = 202, description = "Cancel requested", body = CancelRequested),
+        (status = 404, description = "`run not found`", body = Detail),
+    )
+)]
 pub(super) async fn cancel_run(
     State(service): State<Service>,
     User(user): User,
@@ -190,7 +313,10 @@ pub(super) async fn cancel_run(
     service.engine.cancel(&run).await?;
     Ok((
         StatusCode::ACCEPTED,
-        axum::Json(json!({"runId": run.run_id, "cancelRequested": true})),
+        axum::Json(CancelRequested {
+            run_id: run.run_id,
+            cancel_requested: true,
+        }),
     )
         .into_response())
 }

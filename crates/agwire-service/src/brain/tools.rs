@@ -282,17 +282,42 @@ fn current_time(args: &Value, env: ToolEnv<'_>) -> Result<ToolOutput, String> {
 }
 
 /// An event as tools and the calendar API show it.
-pub(crate) fn event_json(event: &CalendarEvent) -> Value {
-    let tz = TimeZone::get(&event.timezone).unwrap_or(TimeZone::UTC);
-    json!({
-        "id": event.id,
-        "title": event.title,
-        "start": local(event.start_ms, &tz),
-        "end": local(event.end_ms, &tz),
-        "event_timezone": event.timezone,
-        "start_utc": Timestamp::from_millisecond(event.start_ms).map(|t| t.to_string()).unwrap_or_default(),
-        "end_utc": Timestamp::from_millisecond(event.end_ms).map(|t| t.to_string()).unwrap_or_default(),
-    })
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = CalendarEvent)]
+pub(crate) struct EventView {
+    id: String,
+    title: String,
+    /// Local time with offset in `event_timezone`.
+    start: String,
+    end: String,
+    event_timezone: String,
+    start_utc: String,
+    end_utc: String,
+}
+
+impl EventView {
+    pub(crate) fn new(event: &CalendarEvent) -> Self {
+        let tz = TimeZone::get(&event.timezone).unwrap_or(TimeZone::UTC);
+        let utc = |ms: i64| {
+            Timestamp::from_millisecond(ms)
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+        };
+        Self {
+            id: event.id.clone(),
+            title: event.title.clone(),
+            start: local(event.start_ms, &tz),
+            end: local(event.end_ms, &tz),
+            event_timezone: event.timezone.clone(),
+            start_utc: utc(event.start_ms),
+            end_utc: utc(event.end_ms),
+        }
+    }
+}
+
+/// [`EventView`] as JSON, for a tool's result.
+fn event_json(event: &CalendarEvent) -> Value {
+    serde_json::to_value(EventView::new(event)).unwrap_or(Value::Null)
 }
 
 async fn calendar_write(args: &Value, env: ToolEnv<'_>) -> Result<ToolOutput, String> {

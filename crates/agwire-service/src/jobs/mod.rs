@@ -29,26 +29,49 @@ pub(crate) const MAX_JOBS_PER_USER: usize = 100;
 const BATCH: u32 = 100;
 
 /// A job as the API shows it.
-pub(crate) fn show(job: &JobRecord) -> Value {
-    let schedule: Value = serde_json::from_str(&job.schedule).unwrap_or(Value::Null);
-    let config: Value = serde_json::from_str(&job.config).unwrap_or_else(|_| json!({}));
-    let at = |ms: Option<i64>| {
-        ms.and_then(|ms| Timestamp::from_millisecond(ms).ok())
-            .map(|t| t.to_string())
-    };
-    json!({
-        "id": job.id,
-        "name": job.name,
-        "schedule": schedule,
-        "timezone": job.timezone,
-        "prompt": job.prompt,
-        "config": config,
-        "enabled": job.enabled,
-        "threadId": job.thread_id,
-        "nextRunAt": at(job.next_run_at),
-        "createdAt": at(Some(job.created_at)),
-        "updatedAt": at(Some(job.updated_at)),
-    })
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Job)]
+pub(crate) struct JobView {
+    id: String,
+    name: String,
+    /// `{"cron": ...}` or `{"every_seconds": ...}`.
+    #[schema(value_type = Object)]
+    schedule: Value,
+    timezone: String,
+    prompt: String,
+    #[schema(value_type = Object)]
+    config: Value,
+    enabled: bool,
+    thread_id: String,
+    #[schema(format = DateTime)]
+    next_run_at: Option<String>,
+    #[schema(format = DateTime)]
+    created_at: Option<String>,
+    #[schema(format = DateTime)]
+    updated_at: Option<String>,
+}
+
+impl JobView {
+    pub(crate) fn new(job: &JobRecord) -> Self {
+        let at = |ms: Option<i64>| {
+            ms.and_then(|ms| Timestamp::from_millisecond(ms).ok())
+                .map(|t| t.to_string())
+        };
+        Self {
+            id: job.id.clone(),
+            name: job.name.clone(),
+            schedule: serde_json::from_str(&job.schedule).unwrap_or(Value::Null),
+            timezone: job.timezone.clone(),
+            prompt: job.prompt.clone(),
+            config: serde_json::from_str(&job.config).unwrap_or_else(|_| json!({})),
+            enabled: job.enabled,
+            thread_id: job.thread_id.clone(),
+            next_run_at: at(job.next_run_at),
+            created_at: at(Some(job.created_at)),
+            updated_at: at(Some(job.updated_at)),
+        }
+    }
 }
 
 /// Applies the fields of `patch` to `job` (all fields when creating),
