@@ -79,14 +79,14 @@ impl RunClock {
 
 /// Why a time argument was refused (said back to the model, which may retry).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimeError(pub String);
+pub(crate) struct TimeError(pub String);
 
 /// Reads a tool's time argument in `zone`: a local date-time
 /// (`2026-03-17T09:00`, seconds optional) is that wall-clock time in `zone`;
 /// one with an offset or `Z` is that instant. A local time that does not
 /// exist (spring-forward gap) or is ambiguous (fall-back) is refused, not
 /// guessed.
-pub fn parse_in_zone(text: &str, zone: &TimeZone) -> Result<Timestamp, TimeError> {
+pub(crate) fn parse_in_zone(text: &str, zone: &TimeZone) -> Result<Timestamp, TimeError> {
     if let Ok(instant) = text.parse::<Timestamp>() {
         return Ok(instant);
     }

@@ -4,7 +4,7 @@ mod api;
 pub mod attachments;
 pub mod auth;
 pub mod brain;
-pub mod clock;
+mod clock;
 pub mod config;
 mod error;
 mod history;

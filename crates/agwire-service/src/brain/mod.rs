@@ -7,7 +7,7 @@ pub mod agents;
 pub mod builtin;
 pub mod demo;
 pub mod llm;
-pub mod tools;
+pub(crate) mod tools;
 pub mod ui_schema;
 
 use std::sync::Arc;

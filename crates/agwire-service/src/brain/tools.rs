@@ -16,7 +16,7 @@ use crate::clock::{RunClock, parse_in_zone};
 use crate::store::{CalendarEvent, Store};
 
 /// Every backend tool's name; a frontend tool may not reuse one.
-pub const NAMES: [&str; 5] = [
+pub(crate) const NAMES: [&str; 5] = [
     "get_current_time",
     "calendar_write",
     "calendar_read",
@@ -29,7 +29,7 @@ const READ_LIMIT: u32 = 50;
 
 /// What a tool call needs to know about its run.
 #[derive(Debug, Clone, Copy)]
-pub struct ToolEnv<'a> {
+pub(crate) struct ToolEnv<'a> {
     /// The store (calendar).
     pub store: &'a dyn Store,
     /// The run's user.
@@ -42,7 +42,7 @@ pub struct ToolEnv<'a> {
 
 /// A tool's answer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutput {
+pub(crate) struct ToolOutput {
     /// What the model reads (JSON text).
     pub content: String,
     /// A UI hint for the turn's `ui_schema`, if the tool offers one.
@@ -71,7 +71,7 @@ impl ToolOutput {
 
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     /// Name.
     pub name: &'static str,
     /// What it does (the model reads this).
@@ -81,7 +81,7 @@ pub struct ToolSpec {
 }
 
 /// The backend tools, with their argument validators compiled once.
-pub struct BackendTools {
+pub(crate) struct BackendTools {
     specs: Vec<ToolSpec>,
     validators: BTreeMap<&'static str, jsonschema::Validator>,
 }
@@ -175,7 +175,7 @@ impl Default for BackendTools {
 
 impl BackendTools {
     /// Every backend tool.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let specs = specs();
         let validators = specs
             .iter()
@@ -192,7 +192,7 @@ impl BackendTools {
     }
 
     /// The tools `enabled` names (unknown names are skipped), in order.
-    pub fn specs(&self, enabled: &[String]) -> Vec<&ToolSpec> {
+    pub(crate) fn specs(&self, enabled: &[String]) -> Vec<&ToolSpec> {
         enabled
             .iter()
             .filter_map(|name| self.specs.iter().find(|s| s.name == name))
@@ -200,12 +200,12 @@ impl BackendTools {
     }
 
     /// Whether `name` is a backend tool.
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.validators.contains_key(name)
     }
 
     /// Runs tool `name` on `arguments` (the model's JSON text).
-    pub async fn call(&self, name: &str, arguments: &str, env: ToolEnv<'_>) -> ToolOutput {
+    pub(crate) async fn call(&self, name: &str, arguments: &str, env: ToolEnv<'_>) -> ToolOutput {
         let Some(validator) = self.validators.get(name) else {
             return ToolOutput::error(format!("no backend tool named '{name}'"));
         };
@@ -430,3 +430,8 @@ async fn calendar_delete(args: &Value, env: ToolEnv<'_>) -> Result<ToolOutput, S
     }
     Ok(ToolOutput::ok(&json!({"deleted": id}), None))
 }
+
+#[cfg(test)]
+#[path = "tools_tests.rs"]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;

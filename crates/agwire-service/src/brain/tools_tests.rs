@@ -1,11 +1,9 @@
-//! Backend tools against a real SQLite store: schema-checked arguments,
-//! `event_timezone` required and never defaulted, local times converted in
-//! the named zone, per-user calendars.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use agwire_service::brain::tools::{BackendTools, NAMES, ToolEnv};
-use agwire_service::clock::RunClock;
-use agwire_service::store::SqliteStore;
+// Backend tools against a real SQLite store: schema-checked arguments,
+// `event_timezone` required and never defaulted, local times converted in
+// the named zone, per-user calendars.
+use super::{BackendTools, NAMES, ToolEnv};
+use crate::clock::RunClock;
+use crate::store::SqliteStore;
 use serde_json::{Value, json};
 
 async fn store() -> SqliteStore {
@@ -16,7 +14,7 @@ async fn store() -> SqliteStore {
 
 fn clock() -> RunClock {
     // Device in Los Angeles at 2026-03-16T09:12:33-07:00 (seed 004's example).
-    let device = agwire_service::validate::ClientTime {
+    let device = crate::validate::ClientTime {
         device_timezone: jiff::tz::TimeZone::get("America/Los_Angeles").unwrap(),
         device_timezone_name: "America/Los_Angeles".into(),
         now: "2026-03-16T16:12:33Z".parse().unwrap(),
