@@ -8,6 +8,7 @@ use agwire_server::{Intake, IntakeError};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 
+use super::doc::STREAM;
 use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
 use super::error::Detail;
 use super::stream::stream;
@@ -95,7 +96,7 @@ impl From<IntakeError> for ApiError {
     description = "Any valid RunAgentInput carrying the whole conversation (camelCase or snake_case); ids are opaque strings of 1 to 128 characters; at most 2000 messages; body up to `runs.agui_max_payload_bytes` (1 MiB). Request messages whose id the thread does not hold yet are appended to it; the run is an ordinary run (same log, resumable with GET /api/v1/agent/runs/{runId}/events, same history). Wildcard `Accept` gets SSE.",
     request_body(content = RunAgentInputBody, content_type = "application/json"),
     responses(
-        (status = 200, description = "The run's AG-UI event stream: SSE (`text/event-stream`, every frame `id: <seq>`, `: keep-alive` comments) or protobuf (`application/vnd.ag-ui.event+proto`, 4-byte big-endian length-prefixed frames), by `Accept`. Ends after RUN_FINISHED or RUN_ERROR.",
+        (status = 200, description = STREAM,
             content((SseFrame = "text/event-stream"), (Binary = "application/vnd.ag-ui.event+proto"))),
         (status = 404, description = "`thread not found` (another user's thread)", body = Detail),
         (status = 409, description = "`the thread already has an active run; wait for it or cancel it`, or `runId '<id>' was already used with a different request`", body = Detail),

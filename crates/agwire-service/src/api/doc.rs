@@ -32,6 +32,9 @@ use super::error::Detail;
 )]
 pub(super) struct ApiDoc;
 
+/// A run's event stream, as an answer.
+pub(super) const STREAM: &str = "The run's AG-UI event stream: SSE (`text/event-stream`, every frame `id: <seq>`, `: keep-alive` comments) or protobuf (`application/vnd.ag-ui.event+proto`, 4-byte big-endian length-prefixed frames), by `Accept`. Ends after RUN_FINISHED or RUN_ERROR.";
+
 /// Operations anyone may call: liveness, this document, and the signed
 /// attachment GET (its signature is its credential).
 pub(super) const PUBLIC: [&str; 3] = ["health", "openapi", "downloadAttachment"];

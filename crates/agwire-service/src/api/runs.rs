@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::doc::STREAM;
 use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
 use super::error::Detail;
 use super::stream::stream;
@@ -135,7 +136,7 @@ pub(super) struct CancelRequested {
     responses(
         (status = 202, description = "Accepted", body = TaskAccepted,
             headers(("Location" = String, description = "/api/v1/agent/runs/{runId}/events"))),
-        (status = 200, description = "The run's AG-UI event stream: SSE (`text/event-stream`, every frame `id: <seq>`, `: keep-alive` comments) or protobuf (`application/vnd.ag-ui.event+proto`, 4-byte big-endian length-prefixed frames), by `Accept`. Ends after RUN_FINISHED or RUN_ERROR.",
+        (status = 200, description = STREAM,
             content((SseFrame = "text/event-stream"), (Binary = "application/vnd.ag-ui.event+proto"))),
         (status = 404, description = "`thread not found` (another user's thread)", body = Detail),
         (status = 409, description = "`the thread already has an active run; wait for it or cancel it`, or `runId '<id>' was already used with a different request`", body = Detail),
@@ -256,7 +257,7 @@ pub(super) async fn get_run(
         ("Last-Event-ID" = Option<String>, Header),
     ),
     responses(
-        (status = 200, description = "The run's AG-UI event stream: SSE (`text/event-stream`, every frame `id: <seq>`, `: keep-alive` comments) or protobuf (`application/vnd.ag-ui.event+proto`, 4-byte big-endian length-prefixed frames), by `Accept`. Ends after RUN_FINISHED or RUN_ERROR.",
+        (status = 200, description = STREAM,
             content((SseFrame = "text/event-stream"), (Binary = "application/vnd.ag-ui.event+proto"))),
         (status = 400, description = "`Last-Event-ID / after must be an event sequence number`", body = Detail),
         (status = 404, description = "`run not found`", body = Detail),
