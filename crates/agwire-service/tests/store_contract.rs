@@ -2,7 +2,7 @@
 //! ownership), checked against each backend on a real database. The run
 //! engine and the API rely on exactly these rules; a new backend passes this
 //! file before it is used.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // helpers outside #[test] fns; skips are announced
 
 use std::sync::{Arc, Mutex};
 
@@ -12,18 +12,96 @@ use agwire_core::{
 };
 use agwire_service::Error;
 use agwire_service::store::{
-    Admission, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim, RunStatus, SqliteStore,
-    Store, run_started,
+    Admission, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim, PgStore, RunStatus,
+    SqliteStore, Store, run_started,
 };
 use agwire_service::validate::{Rules, validate_run};
 use serde_json::json;
 
-/// Every backend, each on a fresh database of its own.
-async fn backends() -> Vec<(&'static str, Arc<dyn Store>)> {
+/// Every backend, each on a fresh database of its own (dropped with the
+/// third element).
+async fn backends() -> Vec<(&'static str, Arc<dyn Store>, Option<PgDatabase>)> {
     let dir = std::env::temp_dir().join(format!("agwire-contract-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let sqlite = SqliteStore::open(&dir.join("agwire.db")).await.unwrap();
-    vec![("sqlite", Arc::new(sqlite))]
+    let mut backends: Vec<(&'static str, Arc<dyn Store>, Option<PgDatabase>)> =
+        vec![("sqlite", Arc::new(sqlite), None)];
+    if let Some(database) = PgDatabase::create().await {
+        let store = PgStore::connect(&database.url).await.unwrap();
+        backends.push(("postgres", Arc::new(store), Some(database)));
+    }
+    backends
+}
+
+/// The PostgreSQL server the tests use (`AGWIRE_TEST_PG_URL`, a database
+/// the user may create databases from).
+fn pg_admin_url() -> String {
+    std::env::var("AGWIRE_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A database of one test, dropped when this is.
+struct PgDatabase {
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    /// A fresh database, or `None` (announced) without a reachable server —
+    /// a failure instead under `AGWIRE_REQUIRE_PG=1`.
+    async fn create() -> Option<Self> {
+        use sqlx::Connection;
+        let admin = pg_admin_url();
+        let mut connection = match sqlx::PgConnection::connect(&admin).await {
+            Ok(connection) => connection,
+            Err(error) => {
+                let why = format!("PostgreSQL not reachable at {admin}: {error}");
+                assert!(
+                    std::env::var("AGWIRE_REQUIRE_PG").as_deref() != Ok("1"),
+                    "{why} (AGWIRE_REQUIRE_PG=1)"
+                );
+                eprintln!("\n!!!!! SKIPPED the PostgreSQL backend: {why} !!!!!\n");
+                return None;
+            }
+        };
+        let name = format!("agwire_test_{}", uuid::Uuid::new_v4().simple());
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut connection)
+            .await
+            .unwrap();
+        let base = admin
+            .rsplit_once('/')
+            .map_or(admin.as_str(), |(base, _)| base);
+        let url = format!("{base}/{name}");
+        Some(Self { name, url })
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let (admin, name) = (pg_admin_url(), self.name.clone());
+        // A runtime of its own: drop runs inside the test's.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                use sqlx::Connection;
+                let mut connection = sqlx::PgConnection::connect(&admin).await?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .execute(&mut connection)
+                .await
+                .map(|_| ())
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("could not drop test database {}", self.name);
+        }
+    }
 }
 
 fn thread() -> String {
@@ -129,7 +207,7 @@ async fn texts(store: &dyn Store, thread: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn acceptance_replays_reposts_and_refuses_conflicts_strangers_and_busy_threads() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let t = thread();
         let r1 = input(&t, "r1", "hi");
         let first = store.accept_run(new_run("alice", &r1, "h1")).await.unwrap();
@@ -188,7 +266,7 @@ async fn acceptance_replays_reposts_and_refuses_conflicts_strangers_and_busy_thr
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_accepts_racing_on_one_idle_thread_never_both_find_it_idle() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let t = thread();
         let mut tasks = Vec::new();
         for i in 0..20 {
@@ -217,7 +295,7 @@ async fn two_accepts_racing_on_one_idle_thread_never_both_find_it_idle() {
 
 #[tokio::test]
 async fn claims_take_the_oldest_run_of_each_idle_thread_and_waiting_turns_join_in_order() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let (a, b) = (thread(), thread());
         let a1 = input(&a, "a1", "first");
         let a2 = input(&a, "a2", "second");
@@ -279,7 +357,7 @@ async fn claims_take_the_oldest_run_of_each_idle_thread_and_waiting_turns_join_i
 #[tokio::test]
 async fn a_claim_hands_back_what_validation_established() {
     use agwire_service::validate::RuntimeMode;
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let t = thread();
         let body = json!({
             "threadId": t, "runId": "r1",
@@ -314,7 +392,7 @@ async fn a_claim_hands_back_what_validation_established() {
 
 #[tokio::test]
 async fn the_event_log_numbers_events_from_one_and_resumes_after_any_point() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let t = thread();
         let r1 = input(&t, "r1", "hi");
         let accepted = store.accept_run(new_run("alice", &r1, "h")).await.unwrap();
@@ -365,7 +443,7 @@ async fn the_event_log_numbers_events_from_one_and_resumes_after_any_point() {
 
 #[tokio::test]
 async fn an_ended_run_has_a_valid_log_and_its_final_state_never_changes() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let t = thread();
         let r1 = input(&t, "r1", "hi");
         let accepted = store.accept_run(new_run("alice", &r1, "h")).await.unwrap();
@@ -437,7 +515,7 @@ async fn an_ended_run_has_a_valid_log_and_its_final_state_never_changes() {
 
 #[tokio::test]
 async fn a_queued_run_is_either_cancelled_or_claimed_never_both() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let t = thread();
         let r1 = input(&t, "r1", "first");
         let r2 = input(&t, "r2", "second");
@@ -478,7 +556,7 @@ async fn a_queued_run_is_either_cancelled_or_claimed_never_both() {
 
 #[tokio::test]
 async fn runs_left_running_are_the_interrupted_ones_and_counts_cover_every_status() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let (a, b, c) = (thread(), thread(), thread());
         let (ra, rb, rc) = (
             input(&a, "ra", "x"),
@@ -526,7 +604,7 @@ fn job(id: &str, user: &str, thread: &str, next: Option<i64>) -> JobRecord {
 
 #[tokio::test]
 async fn a_jobs_thread_is_its_owners_from_the_start_and_jobs_are_per_user() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let t = thread();
         store
             .create_job(&job("j1", "alice", &t, Some(10)))
@@ -599,7 +677,7 @@ async fn a_jobs_thread_is_its_owners_from_the_start_and_jobs_are_per_user() {
 
 #[tokio::test]
 async fn a_due_tick_is_started_by_one_scheduler_only() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         store
             .create_job(&job("early", "alice", &thread(), Some(10)))
             .await
@@ -642,7 +720,7 @@ async fn a_due_tick_is_started_by_one_scheduler_only() {
 
 #[tokio::test]
 async fn calendar_events_belong_to_one_user() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let event = |user: &str, title: &str, start: i64| CalendarEvent {
             id: "e1".into(),
             user_id: user.into(),
@@ -720,7 +798,7 @@ async fn calendar_events_belong_to_one_user() {
 
 #[tokio::test]
 async fn profiles_and_attachment_records() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         assert!(
             store.settings("alice").await.unwrap().is_empty(),
             "{backend}"
@@ -764,7 +842,7 @@ async fn profiles_and_attachment_records() {
 
 #[tokio::test]
 async fn latest_thread_is_the_users_most_recently_active_one() {
-    for (backend, store) in backends().await {
+    for (backend, store, _database) in backends().await {
         let (a, b) = (thread(), thread());
         assert_eq!(
             store.latest_thread("alice").await.unwrap(),
@@ -818,5 +896,146 @@ mod sqlite {
         pool.close().await;
         let err = SqliteStore::open(&path).await.unwrap_err();
         assert!(err.to_string().contains("newer than this binary"), "{err}");
+    }
+}
+
+/// Eight claimers at once (as replicas would be) over 50 threads of four
+/// queued turns each: every run is claimed exactly once, a thread never has
+/// two runs executing, and each thread's runs execute in acceptance order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_claimers_take_each_run_once_and_one_run_per_thread() {
+    use std::collections::{HashMap, HashSet};
+    const THREADS: usize = 50;
+    const TURNS: usize = 4;
+    for (backend, store, _database) in backends().await {
+        let mut order: HashMap<String, (String, usize)> = HashMap::new();
+        for t in 0..THREADS {
+            let thread = thread();
+            for turn in 0..TURNS {
+                let run_id = format!("t{t}-r{turn}");
+                let input = input(&thread, &run_id, "hi");
+                let accepted = store
+                    .accept_run(queued_behind("alice", &input, &run_id))
+                    .await
+                    .unwrap();
+                order.insert(accepted.task_id, (thread.clone(), turn));
+            }
+        }
+        let order = Arc::new(order);
+        // Which run each thread is executing, and every claim seen.
+        let executing: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let claims: Arc<Mutex<Vec<String>>> = Arc::default();
+        let mut claimers = Vec::new();
+        for _ in 0..8 {
+            let (store, order) = (store.clone(), order.clone());
+            let (executing, claims) = (executing.clone(), claims.clone());
+            claimers.push(tokio::spawn(async move {
+                let nothing: OnClaim = Arc::new(|_: &str| {});
+                let mut idle = 0;
+                while idle < 50 {
+                    let claimed = store
+                        .claim_runnable(7, 2, nothing.clone(), nothing.clone())
+                        .await
+                        .unwrap();
+                    if claimed.is_empty() {
+                        idle += 1;
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
+                    idle = 0;
+                    for run in claimed {
+                        let (thread, _) = &order[&run.task_id];
+                        let before = executing
+                            .lock()
+                            .unwrap()
+                            .insert(thread.clone(), run.task_id.clone());
+                        assert!(before.is_none(), "two runs of {thread} at once");
+                        claims.lock().unwrap().push(run.task_id.clone());
+                        executing.lock().unwrap().remove(thread);
+                        let done = finished(thread, &run.input.run_id);
+                        end(store.as_ref(), &run.task_id, &done, &[]).await.unwrap();
+                    }
+                }
+            }));
+        }
+        for claimer in claimers {
+            claimer.await.unwrap();
+        }
+        let claims = claims.lock().unwrap().clone();
+        let unique: HashSet<&String> = claims.iter().collect();
+        assert_eq!(claims.len(), THREADS * TURNS, "{backend}: claims");
+        assert_eq!(
+            unique.len(),
+            THREADS * TURNS,
+            "{backend}: a run claimed twice"
+        );
+        // Per thread, the claims came in acceptance order.
+        let mut next: HashMap<&String, usize> = HashMap::new();
+        for task in &claims {
+            let (thread, turn) = &order[task];
+            let expected = next.entry(thread).or_insert(0);
+            assert_eq!(turn, expected, "{backend}: {thread} out of order");
+            *expected += 1;
+        }
+    }
+}
+
+/// Sixteen schedulers advancing one due tick at once: exactly one wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_schedulers_advance_a_tick_once() {
+    for (backend, store, _database) in backends().await {
+        store
+            .create_job(&job("daily", "alice", &thread(), Some(10)))
+            .await
+            .unwrap();
+        let mut racers = Vec::new();
+        for _ in 0..16 {
+            let store = store.clone();
+            racers.push(tokio::spawn(async move {
+                store.advance_job("daily", 10, Some(20)).await.unwrap()
+            }));
+        }
+        let mut won = 0;
+        for racer in racers {
+            won += usize::from(racer.await.unwrap());
+        }
+        assert_eq!(won, 1, "{backend}");
+    }
+}
+
+/// Appends racing on one run's log: numbers stay gap-free and unique.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_appends_number_a_log_without_gaps() {
+    for (backend, store, _database) in backends().await {
+        let t = thread();
+        let input = input(&t, "r", "hi");
+        let accepted = store
+            .accept_run(new_run("alice", &input, "h"))
+            .await
+            .unwrap();
+        assert_eq!(claim_all(store.as_ref()).await.len(), 1, "{backend}");
+        let mut writers = Vec::new();
+        for w in 0..8 {
+            let (store, task) = (store.clone(), accepted.task_id.clone());
+            writers.push(tokio::spawn(async move {
+                for i in 0..10 {
+                    store
+                        .append_events(&task, &[text(w * 100 + i), text(w * 100 + i)])
+                        .await
+                        .unwrap();
+                }
+            }));
+        }
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let seqs: Vec<u64> = store
+            .events_after(&accepted.task_id, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(seq, _)| seq)
+            .collect();
+        assert_eq!(seqs, (1..=160).collect::<Vec<u64>>(), "{backend}");
     }
 }

@@ -9,6 +9,8 @@
 //! attachment belongs to one user, and a lookup with another user's id finds
 //! nothing.
 
+mod postgres;
+mod prepared;
 mod sqlite;
 
 use std::fmt;
@@ -20,6 +22,7 @@ use async_trait::async_trait;
 use crate::error::Error;
 use crate::validate::{ClientTime, RuntimeMode};
 
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 /// A run's state. `Queued` and `Running` are active; the rest are final, and

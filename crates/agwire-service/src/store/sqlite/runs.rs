@@ -29,7 +29,7 @@ fn record(row: &sqlx::sqlite::SqliteRow) -> Result<RunRecord, Error> {
 #[async_trait]
 impl RunStore for SqliteStore {
     async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error> {
-        let accept = write::Accept::prepare(&run)?;
+        let accept = crate::store::prepared::Accept::prepare(&run)?;
         self.writer.call(move |tx| accept.run(tx)).await
     }
 
@@ -68,7 +68,7 @@ impl RunStore for SqliteStore {
         ending: &Ending<'_>,
         now_ms: i64,
     ) -> Result<Option<u64>, Error> {
-        let end = write::End::prepare(ending, now_ms)?;
+        let end = crate::store::prepared::End::prepare(ending, now_ms)?;
         let task_id = task_id.to_owned();
         self.writer.call(move |tx| end.run(tx, &task_id)).await
     }

@@ -1,84 +1,15 @@
 //! A run's writes as they run on the writer's connection ([`super::writer`]):
-//! accept, append events, end, cancel while queued. Everything that needs
-//! no database — JSON of the input, the messages, the events — is prepared
-//! by the caller, on its own task, so the writer thread only runs SQL.
+//! accept, append events, end, cancel while queued, claim — each prepared by
+//! the caller ([`crate::store::prepared`]), so the writer thread only runs
+//! SQL.
 
-use agwire_core::{Message, RunAgentInput};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::Error;
-use crate::store::{Accepted, Ending, NewRun, RunStatus, run_started};
-
-/// A message as a row: id, role, JSON.
-pub(super) type MessageRow = (String, &'static str, String);
-
-fn row(message: &Message) -> Result<MessageRow, Error> {
-    Ok((
-        message.id().to_owned(),
-        message.role().as_str(),
-        serde_json::to_string(message)?,
-    ))
-}
-
-/// A validated run, prepared for the writer.
-pub(super) struct Accept {
-    user: String,
-    thread_id: String,
-    run_id: String,
-    request_hash: String,
-    input_json: String,
-    mode: Option<&'static str>,
-    client_time: Option<String>,
-    enqueue: bool,
-    dedupe: bool,
-    /// The turn's messages to add (now, or when the run starts).
-    candidates: Vec<MessageRow>,
-    /// The same, as the `pending_messages` document of a run that waits.
-    pending: String,
-    now_ms: i64,
-}
+use crate::store::prepared::{Accept, End, MessageRow};
+use crate::store::{Accepted, run_started};
 
 impl Accept {
-    pub(super) fn prepare(run: &NewRun<'_>) -> Result<Self, Error> {
-        let input: &RunAgentInput = run.input;
-        let candidates: Vec<&Message> = if run.admission.whole_history {
-            input.messages.iter().collect()
-        } else {
-            // Seed 004 sends exactly one user message — the turn's new one —
-            // and may add tool messages answering the previous turn's
-            // frontend tool calls. Those answers come before it in the
-            // thread, where the conversation needs them.
-            let answers = input
-                .messages
-                .iter()
-                .filter(|m| matches!(m, Message::Tool(_)));
-            let user = input
-                .messages
-                .iter()
-                .filter(|m| matches!(m, Message::User(_)))
-                .take(1);
-            answers.chain(user).collect()
-        };
-        // Only a whole history is matched by id: a single-turn client may
-        // reuse ids, and its message must never be dropped.
-        let dedupe = run.admission.whole_history;
-        let pending = serde_json::json!({"dedupe": dedupe, "messages": candidates}).to_string();
-        Ok(Self {
-            user: run.user.to_owned(),
-            thread_id: input.thread_id.clone(),
-            run_id: input.run_id.clone(),
-            request_hash: run.request_hash.to_owned(),
-            input_json: serde_json::to_string(input)?,
-            mode: run.mode.map(crate::validate::RuntimeMode::as_str),
-            client_time: run.client_time.map(|t| t.to_json().to_string()),
-            enqueue: run.admission.enqueue,
-            dedupe,
-            candidates: candidates.into_iter().map(row).collect::<Result<_, _>>()?,
-            pending,
-            now_ms: run.now_ms,
-        })
-    }
-
     /// The rules of `RunStore::accept_run`, in its order.
     pub(super) fn run(self, tx: &Transaction<'_>) -> Result<Accepted, Error> {
         let existing = tx
@@ -206,39 +137,7 @@ pub(super) fn append(tx: &Transaction<'_>, task_id: &str, events: &[String]) -> 
     Ok(u64::try_from(last + 1).unwrap_or(0))
 }
 
-/// A run's end, prepared for the writer.
-pub(super) struct End {
-    status: RunStatus,
-    error: Option<String>,
-    usage: Option<String>,
-    terminal: String,
-    output: Vec<MessageRow>,
-    /// The last assistant message's id, when the turn's UI goes on it.
-    ui_schema: Option<(String, String)>,
-    now_ms: i64,
-}
-
 impl End {
-    pub(super) fn prepare(ending: &Ending<'_>, now_ms: i64) -> Result<Self, Error> {
-        let last_answer = ending
-            .output
-            .iter()
-            .rev()
-            .find(|m| matches!(m, Message::Assistant(_)));
-        Ok(Self {
-            status: ending.status,
-            error: ending.error.map(serde_json::Value::to_string),
-            usage: ending.usage.map(serde_json::Value::to_string),
-            terminal: ending.terminal.to_json(),
-            output: ending.output.iter().map(row).collect::<Result<_, _>>()?,
-            ui_schema: ending
-                .ui_schema
-                .zip(last_answer)
-                .map(|(schema, answer)| (answer.id().to_owned(), schema.to_string())),
-            now_ms,
-        })
-    }
-
     /// `RunStore::end_run`: all of it, or nothing when the run had ended.
     pub(super) fn run(self, tx: &Transaction<'_>, task_id: &str) -> Result<Option<u64>, Error> {
         let moved = tx
@@ -361,7 +260,6 @@ pub(super) fn claim(
     now_ms: i64,
     register: &crate::store::OnClaim,
 ) -> Result<Vec<crate::store::Claimed>, Error> {
-    use crate::validate::{ClientTime, RuntimeMode};
     let mut select = tx.prepare_cached(
         "UPDATE runs SET status = 'running', started_at = ?1 WHERE task_id IN ( \
            SELECT q.task_id FROM runs q WHERE q.status = 'queued' \
@@ -399,15 +297,13 @@ pub(super) fn claim(
         if let Some(pending) = pending {
             flush_pending(tx, &task_id, (&thread_id, &run_id), &pending, now_ms)?;
         }
-        claimed.push(crate::store::Claimed {
+        claimed.push(crate::store::prepared::claimed(
             task_id,
             user_id,
-            input: serde_json::from_str(&input)?,
-            mode: mode.as_deref().and_then(RuntimeMode::parse),
-            client_time: client_time
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .and_then(|t| ClientTime::from_json(&t)),
-        });
+            &input,
+            mode.as_deref(),
+            client_time.as_deref(),
+        )?);
     }
     // Oldest first, whatever order RETURNING gave.
     claimed.sort_by(|a, b| a.task_id.cmp(&b.task_id));
@@ -425,14 +321,8 @@ fn flush_pending(
     pending: &str,
     now_ms: i64,
 ) -> Result<(), Error> {
-    #[derive(serde::Deserialize)]
-    struct Pending {
-        dedupe: bool,
-        messages: Vec<Message>,
-    }
-    let pending: Pending = serde_json::from_str(pending)?;
-    let rows: Vec<MessageRow> = pending.messages.iter().map(row).collect::<Result<_, _>>()?;
-    add_new_messages(tx, thread_id, run_id, &rows, pending.dedupe, now_ms)?;
+    let (dedupe, rows) = crate::store::prepared::pending(pending)?;
+    add_new_messages(tx, thread_id, run_id, &rows, dedupe, now_ms)?;
     tx.prepare_cached("UPDATE runs SET pending_messages = NULL WHERE task_id = ?1")?
         .execute([task_id])?;
     Ok(())

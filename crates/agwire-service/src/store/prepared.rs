@@ -1,0 +1,146 @@
+//! A run's writes prepared for any backend: everything that needs no
+//! database (the turn's messages, JSON of the input, the events) is done by
+//! the caller, on its own task; each backend only runs SQL.
+
+use agwire_core::{Message, RunAgentInput};
+
+use crate::error::Error;
+use crate::store::{Ending, NewRun, RunStatus};
+
+/// A message as a row: id, role, JSON.
+pub(in crate::store) type MessageRow = (String, &'static str, String);
+
+pub(in crate::store) fn row(message: &Message) -> Result<MessageRow, Error> {
+    Ok((
+        message.id().to_owned(),
+        message.role().as_str(),
+        serde_json::to_string(message)?,
+    ))
+}
+
+/// A validated run, prepared for the writer.
+pub(in crate::store) struct Accept {
+    pub(in crate::store) user: String,
+    pub(in crate::store) thread_id: String,
+    pub(in crate::store) run_id: String,
+    pub(in crate::store) request_hash: String,
+    pub(in crate::store) input_json: String,
+    pub(in crate::store) mode: Option<&'static str>,
+    pub(in crate::store) client_time: Option<String>,
+    pub(in crate::store) enqueue: bool,
+    pub(in crate::store) dedupe: bool,
+    /// The turn's messages to add (now, or when the run starts).
+    pub(in crate::store) candidates: Vec<MessageRow>,
+    /// The same, as the `pending_messages` document of a run that waits.
+    pub(in crate::store) pending: String,
+    pub(in crate::store) now_ms: i64,
+}
+
+impl Accept {
+    pub(in crate::store) fn prepare(run: &NewRun<'_>) -> Result<Self, Error> {
+        let input: &RunAgentInput = run.input;
+        let candidates: Vec<&Message> = if run.admission.whole_history {
+            input.messages.iter().collect()
+        } else {
+            // Seed 004 sends exactly one user message — the turn's new one —
+            // and may add tool messages answering the previous turn's
+            // frontend tool calls. Those answers come before it in the
+            // thread, where the conversation needs them.
+            let answers = input
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::Tool(_)));
+            let user = input
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::User(_)))
+                .take(1);
+            answers.chain(user).collect()
+        };
+        // Only a whole history is matched by id: a single-turn client may
+        // reuse ids, and its message must never be dropped.
+        let dedupe = run.admission.whole_history;
+        let pending = serde_json::json!({"dedupe": dedupe, "messages": candidates}).to_string();
+        Ok(Self {
+            user: run.user.to_owned(),
+            thread_id: input.thread_id.clone(),
+            run_id: input.run_id.clone(),
+            request_hash: run.request_hash.to_owned(),
+            input_json: serde_json::to_string(input)?,
+            mode: run.mode.map(crate::validate::RuntimeMode::as_str),
+            client_time: run.client_time.map(|t| t.to_json().to_string()),
+            enqueue: run.admission.enqueue,
+            dedupe,
+            candidates: candidates.into_iter().map(row).collect::<Result<_, _>>()?,
+            pending,
+            now_ms: run.now_ms,
+        })
+    }
+}
+
+/// A run's end, prepared for the writer.
+pub(in crate::store) struct End {
+    pub(in crate::store) status: RunStatus,
+    pub(in crate::store) error: Option<String>,
+    pub(in crate::store) usage: Option<String>,
+    pub(in crate::store) terminal: String,
+    pub(in crate::store) output: Vec<MessageRow>,
+    /// The last assistant message's id, when the turn's UI goes on it.
+    pub(in crate::store) ui_schema: Option<(String, String)>,
+    pub(in crate::store) now_ms: i64,
+}
+
+impl End {
+    pub(in crate::store) fn prepare(ending: &Ending<'_>, now_ms: i64) -> Result<Self, Error> {
+        let last_answer = ending
+            .output
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::Assistant(_)));
+        Ok(Self {
+            status: ending.status,
+            error: ending.error.map(serde_json::Value::to_string),
+            usage: ending.usage.map(serde_json::Value::to_string),
+            terminal: ending.terminal.to_json(),
+            output: ending.output.iter().map(row).collect::<Result<_, _>>()?,
+            ui_schema: ending
+                .ui_schema
+                .zip(last_answer)
+                .map(|(schema, answer)| (answer.id().to_owned(), schema.to_string())),
+            now_ms,
+        })
+    }
+}
+
+/// The waiting messages of a run (its `pending_messages` document): whether
+/// to match them by id, and the rows.
+pub(in crate::store) fn pending(document: &str) -> Result<(bool, Vec<MessageRow>), Error> {
+    #[derive(serde::Deserialize)]
+    struct Pending {
+        dedupe: bool,
+        messages: Vec<Message>,
+    }
+    let pending: Pending = serde_json::from_str(document)?;
+    let rows = pending.messages.iter().map(row).collect::<Result<_, _>>()?;
+    Ok((pending.dedupe, rows))
+}
+
+/// A claimed run from its stored columns.
+pub(in crate::store) fn claimed(
+    task_id: String,
+    user_id: String,
+    input: &str,
+    mode: Option<&str>,
+    client_time: Option<&str>,
+) -> Result<crate::store::Claimed, Error> {
+    use crate::validate::{ClientTime, RuntimeMode};
+    Ok(crate::store::Claimed {
+        task_id,
+        user_id,
+        input: serde_json::from_str(input)?,
+        mode: mode.and_then(RuntimeMode::parse),
+        client_time: client_time
+            .and_then(|t| serde_json::from_str(t).ok())
+            .and_then(|t| ClientTime::from_json(&t)),
+    })
+}
