@@ -13,7 +13,7 @@ use agwire_core::{
 use agwire_service::Error;
 use agwire_service::store::{
     Admission, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim, PgStore, RunStatus,
-    SqliteStore, Store, run_started,
+    RunStore, SqliteStore, Store, run_started,
 };
 use agwire_service::validate::{Rules, validate_run};
 use serde_json::json;
@@ -569,8 +569,16 @@ async fn runs_left_running_are_the_interrupted_ones_and_counts_cover_every_statu
         store.accept_run(new_run("alice", &rc, "3")).await.unwrap();
         end(&*store, &ended.task_id, &finished(&a, "ra"), &[]).await;
         let interrupted = store.interrupted_runs().await.unwrap();
-        assert_eq!(interrupted.len(), 1, "{backend}");
-        assert_eq!(interrupted[0].task_id, running.task_id, "{backend}");
+        if backend == "postgres" {
+            // Replicas share the database: a running run is interrupted only
+            // once its replica stops renewing its lease (see
+            // `a_replica_that_stops_renewing_its_leases_leaves_its_runs_abandoned`);
+            // this process holds it.
+            assert!(interrupted.is_empty(), "{backend}");
+        } else {
+            assert_eq!(interrupted.len(), 1, "{backend}");
+            assert_eq!(interrupted[0].task_id, running.task_id, "{backend}");
+        }
         let mut counts = store.status_counts().await.unwrap();
         counts.sort();
         assert_eq!(
@@ -1038,4 +1046,142 @@ async fn racing_appends_number_a_log_without_gaps() {
             .collect();
         assert_eq!(seqs, (1..=160).collect::<Vec<u64>>(), "{backend}");
     }
+}
+
+/// A run that is not running takes no events (it ended — perhaps ended by a
+/// survivor while its replica was cut off).
+#[tokio::test]
+async fn only_a_running_run_takes_events() {
+    for (backend, store, _database) in backends().await {
+        let t = thread();
+        let input = input(&t, "r", "hi");
+        let accepted = store
+            .accept_run(new_run("alice", &input, "h"))
+            .await
+            .unwrap();
+        // Queued: not yet.
+        assert!(
+            matches!(
+                store.append_events(&accepted.task_id, &[text(1)]).await,
+                Err(Error::Conflict(_))
+            ),
+            "{backend}"
+        );
+        claim_all(store.as_ref()).await;
+        assert_eq!(
+            store
+                .append_events(&accepted.task_id, &[text(1)])
+                .await
+                .unwrap(),
+            1,
+            "{backend}"
+        );
+        end(store.as_ref(), &accepted.task_id, &finished(&t, "r"), &[]).await;
+        // Ended: never again.
+        assert!(
+            matches!(
+                store.append_events(&accepted.task_id, &[text(2)]).await,
+                Err(Error::Conflict(_))
+            ),
+            "{backend}"
+        );
+        assert_eq!(
+            store
+                .events_after(&accepted.task_id, 0)
+                .await
+                .unwrap()
+                .len(),
+            2,
+            "{backend}"
+        );
+    }
+}
+
+/// PostgreSQL: a replica's running runs carry its lease while it renews
+/// it; once it stops (it died), they are abandoned — and only they.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_stops_renewing_its_leases_leaves_its_runs_abandoned() {
+    let Some(database) = PgDatabase::create().await else {
+        return;
+    };
+    let lease = std::time::Duration::from_millis(800);
+    let survivor = PgStore::connect_with_lease(&database.url, lease)
+        .await
+        .unwrap();
+    let doomed = PgStore::connect_with_lease(&database.url, lease)
+        .await
+        .unwrap();
+    let (a, b) = (thread(), thread());
+    let (ra, rb) = (input(&a, "ra", "x"), input(&b, "rb", "y"));
+    let on_doomed = survivor
+        .accept_run(new_run("alice", &ra, "1"))
+        .await
+        .unwrap();
+    assert_eq!(claim_all(&doomed).await.len(), 1);
+    let on_survivor = survivor
+        .accept_run(new_run("alice", &rb, "2"))
+        .await
+        .unwrap();
+    assert_eq!(claim_all(&survivor).await.len(), 1);
+    // Both replicas renew: nothing is abandoned, however long it runs.
+    tokio::time::sleep(lease * 2).await;
+    assert!(survivor.abandoned_runs().await.unwrap().is_empty());
+    drop(doomed);
+    tokio::time::sleep(lease + lease / 2).await;
+    let abandoned: Vec<String> = survivor
+        .abandoned_runs()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|run| run.task_id)
+        .collect();
+    assert_eq!(abandoned, [on_doomed.task_id]);
+    assert_ne!(abandoned[0], on_survivor.task_id);
+}
+
+/// PostgreSQL: what one replica commits reaches the others as changes —
+/// runnable runs, appended events with their numbers, cancel requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_hear_each_others_commits() {
+    use agwire_service::store::Change;
+    let Some(database) = PgDatabase::create().await else {
+        return;
+    };
+    let writer = PgStore::connect(&database.url).await.unwrap();
+    let reader = PgStore::connect(&database.url).await.unwrap();
+    let mut changes = reader.changes().unwrap();
+    let t = thread();
+    let input = input(&t, "r", "hi");
+    let accepted = writer
+        .accept_run(new_run("alice", &input, "h"))
+        .await
+        .unwrap();
+    claim_all(&writer).await;
+    writer
+        .append_events(&accepted.task_id, &[text(1), text(2)])
+        .await
+        .unwrap();
+    writer.request_cancel(&accepted.task_id).await.unwrap();
+    let mut heard = Vec::new();
+    while heard.len() < 3 {
+        let change = tokio::time::timeout(std::time::Duration::from_secs(5), changes.recv())
+            .await
+            .expect("a change within 5 s")
+            .unwrap();
+        heard.push(change);
+    }
+    assert_eq!(
+        heard,
+        [
+            Change::Runnable,
+            Change::Appended {
+                task_id: accepted.task_id.clone(),
+                first: 1,
+                last: 2
+            },
+            Change::CancelRequested {
+                task_id: accepted.task_id.clone()
+            },
+        ]
+    );
 }

@@ -252,7 +252,9 @@ pub trait RunStore: Send + Sync {
 
     /// Appends events to a running run's log, numbered on from its last one
     /// (the first event of a log is 1), in one transaction; returns the first
-    /// one's number.
+    /// one's number. A run that is not running (it ended — perhaps ended by
+    /// another process that found its lease expired) takes nothing:
+    /// [`Error::Conflict`].
     async fn append_events(&self, task_id: &str, events: &[Event]) -> Result<u64, Error>;
 
     /// Ends an active run in one transaction: its final status, error and
@@ -297,6 +299,51 @@ pub trait RunStore: Send + Sync {
 
     /// The runs of a thread, newest first (at most `limit`).
     async fn thread_runs(&self, thread_id: &str, limit: u32) -> Result<Vec<RunRecord>, Error>;
+
+    /// What the other processes sharing this database do, as it commits —
+    /// `None` when only this process writes it (embedded databases), where
+    /// the engine's own hub sees everything.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        None
+    }
+
+    /// Asks whichever process executes a running run to stop it (a
+    /// [`Change::CancelRequested`] to every process sharing the database).
+    async fn request_cancel(&self, _task_id: &str) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Runs left `running` by a process sharing the database that stopped
+    /// renewing its lease on them (it died, or lost the database): they are
+    /// to be ended by a survivor. Embedded databases have none while their
+    /// one process runs.
+    async fn abandoned_runs(&self) -> Result<Vec<RunRecord>, Error> {
+        Ok(Vec::new())
+    }
+}
+
+/// A change committed by some process sharing the database (see
+/// [`RunStore::changes`]). Delivered at most once and possibly not at all (a
+/// lost connection): the log stays the truth, changes only wake readers early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Events `first..=last` joined a run's log.
+    Appended {
+        /// The run.
+        task_id: String,
+        /// The first new event's number.
+        first: u64,
+        /// The last one's.
+        last: u64,
+    },
+    /// Someone asked for a running run to stop.
+    CancelRequested {
+        /// The run.
+        task_id: String,
+    },
+    /// A run may have become runnable (accepted, or its thread's active
+    /// run ended).
+    Runnable,
 }
 
 /// A message of a thread, as stored.

@@ -13,18 +13,41 @@
 //! - a run's events are numbered under its row's lock;
 //! - a job's tick moves by compare-and-set on the tick it fired.
 //!
+//! Replicas learn of each other's work through the database itself: every
+//! transaction that appends events, accepts or ends a run, or asks for a
+//! cancel sends a `NOTIFY agwire` (delivered when it commits, in commit
+//! order), and each replica `LISTEN`s on one connection and hands them to
+//! its engine as [`Change`]s. A claimed run carries its replica's lease
+//! (`runs.owner`, `runs.lease_until_ms`, on the database's clock), renewed
+//! every quarter lease while the run executes; a run whose lease ran out was
+//! abandoned by a replica that died, and a survivor ends it.
+//!
 //! Migrations are sqlx's (`migrations/postgres/`), run at connect under
 //! sqlx's advisory lock, so replicas starting together migrate once.
 
 mod records;
 mod runs;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgListener, PgPoolOptions};
+use tokio::sync::broadcast;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::error::Error;
+use crate::store::Change;
+
+/// The notification channel.
+const CHANNEL: &str = "agwire";
+
+/// The database's clock in ms: leases are set and judged on one clock,
+/// whatever the replicas' clocks say.
+const DB_NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// How long a replica's claim on a running run holds without renewal.
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(20);
 
 /// The schema, versioned.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
@@ -33,12 +56,26 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres")
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// This replica (a fresh id per process: a restarted replica's old
+    /// leases are somebody else's to expire).
+    replica: Arc<str>,
+    lease_ms: i64,
+    changes: broadcast::Sender<Change>,
+    /// Stops the listener and the lease renewal with the last clone.
+    _tasks: Arc<DropGuard>,
 }
 
 impl PgStore {
     /// Connects to `url` (`postgres://user@host/db`) and migrates the schema
-    /// (or refuses one newer than this binary).
+    /// (or refuses one newer than this binary), with leases of
+    /// 20 s.
     pub async fn connect(url: &str) -> Result<Self, Error> {
+        Self::connect_with_lease(url, DEFAULT_LEASE).await
+    }
+
+    /// The same, with leases of `lease`: how long the running runs of a
+    /// replica that died wait before a survivor ends them.
+    pub async fn connect_with_lease(url: &str, lease: Duration) -> Result<Self, Error> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(10))
@@ -56,8 +93,114 @@ impl PgStore {
             )),
             other => Error::Config(format!("cannot migrate the PostgreSQL database: {other}")),
         })?;
-        Ok(Self { pool })
+        Self::start(pool, lease).await
     }
+
+    async fn start(pool: PgPool, lease: Duration) -> Result<Self, Error> {
+        let stop = CancellationToken::new();
+        let (changes, _) = broadcast::channel(1024);
+        let mut listener = PgListener::connect_with(&pool).await?;
+        listener.listen(CHANNEL).await?;
+        tokio::spawn(listen(listener, changes.clone(), stop.clone()));
+        let replica: Arc<str> = uuid::Uuid::new_v4().to_string().into();
+        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+        tokio::spawn(renew_leases(
+            pool.clone(),
+            replica.clone(),
+            lease,
+            stop.clone(),
+        ));
+        Ok(Self {
+            pool,
+            replica,
+            lease_ms,
+            changes,
+            _tasks: Arc::new(stop.drop_guard()),
+        })
+    }
+}
+
+/// Hands the database's notifications to the engine until `stop`.
+async fn listen(
+    mut listener: PgListener,
+    changes: broadcast::Sender<Change>,
+    stop: CancellationToken,
+) {
+    loop {
+        let received = tokio::select! {
+            () = stop.cancelled() => return,
+            received = listener.try_recv() => received,
+        };
+        let change = match received {
+            Ok(Some(notification)) => parse(notification.payload()),
+            // The connection was lost (and is re-made on the next call):
+            // what was sent meanwhile is gone, so wake whoever waits.
+            Ok(None) => Some(Change::Runnable),
+            Err(error) => {
+                tracing::warn!(%error, "lost the PostgreSQL notification connection; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Some(Change::Runnable)
+            }
+        };
+        if let Some(change) = change {
+            // Nobody listening is not an error.
+            let _ = changes.send(change);
+        }
+    }
+}
+
+/// A notification's payload: `a <first> <last> <task>`, `c <task>`, `r`.
+fn parse(payload: &str) -> Option<Change> {
+    let mut words = payload.split(' ');
+    match words.next()? {
+        "a" => {
+            let first = words.next()?.parse().ok()?;
+            let last = words.next()?.parse().ok()?;
+            let task_id = words.next()?.to_owned();
+            Some(Change::Appended {
+                task_id,
+                first,
+                last,
+            })
+        }
+        "c" => Some(Change::CancelRequested {
+            task_id: words.next()?.to_owned(),
+        }),
+        "r" => Some(Change::Runnable),
+        _ => None,
+    }
+}
+
+/// Renews this replica's leases every quarter lease until `stop`.
+async fn renew_leases(pool: PgPool, replica: Arc<str>, lease: Duration, stop: CancellationToken) {
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    let mut tick = tokio::time::interval(lease / 4);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let renewed = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET lease_until_ms = {DB_NOW_MS} + $1 WHERE owner = $2 AND status = 'running'"
+        )))
+        .bind(lease_ms)
+        .bind(&*replica)
+        .execute(&pool)
+        .await;
+        if let Err(error) = renewed {
+            tracing::warn!(%error, "could not renew this replica's run leases");
+        }
+    }
+}
+
+/// Sends a notification when `tx` commits.
+async fn notify(tx: &mut sqlx::PgConnection, payload: &str) -> Result<(), Error> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(payload)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
 }
 
 /// A database URL without its password (for messages).
@@ -79,6 +222,29 @@ fn to_i64(n: u64) -> i64 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn notifications_read_back() {
+        assert_eq!(
+            parse("a 3 7 task-1"),
+            Some(Change::Appended {
+                task_id: "task-1".into(),
+                first: 3,
+                last: 7
+            })
+        );
+        assert_eq!(
+            parse("c task-1"),
+            Some(Change::CancelRequested {
+                task_id: "task-1".into()
+            })
+        );
+        assert_eq!(parse("r"), Some(Change::Runnable));
+        assert_eq!(parse("a 3"), None);
+        assert_eq!(parse("zz"), None);
+    }
+
     #[test]
     fn passwords_stay_out_of_messages() {
         assert_eq!(

@@ -4,11 +4,11 @@ use agwire_core::Event;
 use async_trait::async_trait;
 use sqlx::{PgConnection, Row};
 
-use super::{PgStore, to_i64};
+use super::{DB_NOW_MS, PgStore, notify, to_i64};
 use crate::error::Error;
 use crate::store::prepared::{self, Accept, End, MessageRow};
 use crate::store::{
-    Accepted, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, RunStore, run_started,
+    Accepted, Change, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, RunStore, run_started,
 };
 
 const RUN_COLUMNS: &str = "task_id, user_id, thread_id, run_id, status, error, usage, created_at, started_at, finished_at";
@@ -272,9 +272,10 @@ async fn end(tx: &mut PgConnection, task_id: &str, end: &End) -> Result<Option<u
             .bind(task_id)
             .fetch_optional(&mut *tx)
             .await?;
-    if logged.is_none() {
-        append(tx, task_id, &[run_started(&thread_id, &run_id).to_json()]).await?;
-    }
+    let started = match logged {
+        Some(_) => None,
+        None => Some(append(tx, task_id, &[run_started(&thread_id, &run_id).to_json()]).await?),
+    };
     lock_thread(tx, &thread_id).await?;
     insert_messages(tx, &thread_id, &run_id, &end.output, end.now_ms).await?;
     if let Some((answer, schema)) = &end.ui_schema {
@@ -288,34 +289,40 @@ async fn end(tx: &mut PgConnection, task_id: &str, end: &End) -> Result<Option<u
         .execute(&mut *tx)
         .await?;
     }
-    append(tx, task_id, std::slice::from_ref(&end.terminal))
-        .await
-        .map(Some)
+    let terminal = append(tx, task_id, std::slice::from_ref(&end.terminal)).await?;
+    let first = started.unwrap_or(terminal);
+    notify(tx, &format!("a {first} {terminal} {task_id}")).await?;
+    // The thread's next run, if one waits, is runnable now.
+    notify(tx, "r").await?;
+    Ok(Some(terminal))
 }
 
 /// `RunStore::claim_runnable`'s statements in `tx`.
 async fn claim(
     tx: &mut PgConnection,
-    limit: u32,
-    now_ms: i64,
+    (limit, now_ms): (u32, i64),
+    (replica, lease_ms): (&str, i64),
     register: &OnClaim,
 ) -> Result<Vec<Claimed>, Error> {
     // SKIP LOCKED: a run another replica is claiming (or cancelling) right
     // now is not ours to wait for. A run behind another active run of its
     // thread is never a candidate, locked or not.
-    let rows = sqlx::query(
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "WITH picked AS ( \
            SELECT q.task_id FROM runs q WHERE q.status = 'queued' \
            AND q.position = (SELECT MIN(o.position) FROM runs o \
                              WHERE o.thread_id = q.thread_id AND o.status IN ('queued', 'running')) \
            ORDER BY q.position LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         UPDATE runs SET status = 'running', started_at = $1 FROM picked \
+         UPDATE runs SET status = 'running', started_at = $1, owner = $3, \
+                         lease_until_ms = {DB_NOW_MS} + $4 FROM picked \
          WHERE runs.task_id = picked.task_id \
          RETURNING runs.position, runs.task_id, runs.user_id, runs.thread_id, runs.run_id, runs.input, \
-                   runs.pending_messages, runs.runtime_mode, runs.client_time",
-    )
+                   runs.pending_messages, runs.runtime_mode, runs.client_time"
+    )))
     .bind(now_ms)
     .bind(i64::from(limit))
+    .bind(replica)
+    .bind(lease_ms)
     .fetch_all(&mut *tx)
     .await?;
     let mut picked: Vec<(i64, Claimed)> = Vec::with_capacity(rows.len());
@@ -364,7 +371,11 @@ impl RunStore for PgStore {
         // the winner's run (a replay, or a conflict).
         for attempt in 0..2 {
             let mut tx = self.pool.begin().await?;
-            match accept(&mut tx, &run).await {
+            let accepted = match accept(&mut tx, &run).await {
+                Ok(accepted) if !accepted.replayed => notify(&mut tx, "r").await.map(|()| accepted),
+                other => other,
+            };
+            match accepted {
                 Ok(accepted) => match tx.commit().await {
                     Ok(()) => return Ok(accepted),
                     Err(error) if attempt == 0 && is_unique_violation(&error) => continue,
@@ -388,7 +399,13 @@ impl RunStore for PgStore {
         forget: OnClaim,
     ) -> Result<Vec<Claimed>, Error> {
         let mut tx = self.pool.begin().await?;
-        let claimed = claim(&mut tx, limit, now_ms, &register).await?;
+        let claimed = claim(
+            &mut tx,
+            (limit, now_ms),
+            (&self.replica, self.lease_ms),
+            &register,
+        )
+        .await?;
         if let Err(error) = tx.commit().await {
             // A claim whose commit fails was never made.
             for run in &claimed {
@@ -401,8 +418,21 @@ impl RunStore for PgStore {
 
     async fn append_events(&self, task_id: &str, events: &[Event]) -> Result<u64, Error> {
         let events: Vec<String> = events.iter().map(Event::to_json).collect();
+        if events.is_empty() {
+            return Ok(0);
+        }
         let mut tx = self.pool.begin().await?;
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM runs WHERE task_id = $1 FOR UPDATE")
+                .bind(task_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if status.as_deref() != Some("running") {
+            return Err(Error::Conflict(format!("run {task_id} is not running")));
+        }
         let first = append(&mut tx, task_id, &events).await?;
+        let last = first + events.len() as u64 - 1;
+        notify(&mut tx, &format!("a {first} {last} {task_id}")).await?;
         tx.commit().await?;
         Ok(first)
     }
@@ -441,6 +471,11 @@ impl RunStore for PgStore {
         // A run cancelled while it waited never reached its thread: its
         // messages stay in the run's stored input only.
         let first = append(&mut tx, task_id, &events).await?;
+        if !events.is_empty() {
+            let last = first + events.len() as u64 - 1;
+            notify(&mut tx, &format!("a {first} {last} {task_id}")).await?;
+        }
+        notify(&mut tx, "r").await?;
         tx.commit().await?;
         Ok(Some(first))
     }
@@ -484,15 +519,28 @@ impl RunStore for PgStore {
     }
 
     async fn interrupted_runs(&self) -> Result<Vec<RunRecord>, Error> {
-        // As on SQLite: every running run. (With replicas, a run another
-        // replica holds a live lease on is not interrupted; leases are the
-        // `owner`/`lease_until_ms` columns, set by the multi-replica engine.)
+        // Other replicas may be executing runs right now: only those whose
+        // lease ran out were left by a process that is gone.
+        self.abandoned_runs().await
+    }
+
+    async fn abandoned_runs(&self) -> Result<Vec<RunRecord>, Error> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' ORDER BY position"
+            "SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' \
+             AND (lease_until_ms IS NULL OR lease_until_ms < {DB_NOW_MS}) ORDER BY position"
         )))
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(record).collect()
+    }
+
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        Some(self.changes.subscribe())
+    }
+
+    async fn request_cancel(&self, task_id: &str) -> Result<(), Error> {
+        let mut connection = self.pool.acquire().await?;
+        notify(&mut connection, &format!("c {task_id}")).await
     }
 
     async fn status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {

@@ -58,7 +58,7 @@ impl RunStore for SqliteStore {
         let events: Vec<String> = events.iter().map(Event::to_json).collect();
         let task_id = task_id.to_owned();
         self.writer
-            .call(move |tx| write::append(tx, &task_id, &events))
+            .call(move |tx| write::append_running(tx, &task_id, &events))
             .await
     }
 

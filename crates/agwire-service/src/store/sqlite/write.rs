@@ -119,6 +119,22 @@ impl Accept {
     }
 }
 
+/// `RunStore::append_events`: appends to a running run's log only.
+pub(super) fn append_running(
+    tx: &Transaction<'_>,
+    task_id: &str,
+    events: &[String],
+) -> Result<u64, Error> {
+    let status: Option<String> = tx
+        .prepare_cached("SELECT status FROM runs WHERE task_id = ?1")?
+        .query_row([task_id], |r| r.get(0))
+        .optional()?;
+    if status.as_deref() != Some("running") {
+        return Err(Error::Conflict(format!("run {task_id} is not running")));
+    }
+    append(tx, task_id, events)
+}
+
 /// Appends events (as JSON) to a run's log, numbered on from its last one;
 /// the first one's number.
 pub(super) fn append(tx: &Transaction<'_>, task_id: &str, events: &[String]) -> Result<u64, Error> {
