@@ -20,6 +20,8 @@ pub struct Config {
     pub addr: SocketAddr,
     /// Database, attachments and the URL-signing key live here.
     pub data_dir: PathBuf,
+    /// Where runs, threads and the rest are stored.
+    pub store: StoreConfig,
     /// The base URL clients reach the service by (`https://chat.example.com`),
     /// used in signed attachment URLs. Without it the request's `Host` is
     /// used, which is only right on loopback.
@@ -82,6 +84,7 @@ impl Default for Config {
         Self {
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data_dir: PathBuf::from("./agwire-data"),
+            store: StoreConfig::default(),
             public_url: None,
             insecure_no_auth: false,
             grace_seconds: 10,
@@ -93,6 +96,29 @@ impl Default for Config {
             builtin: BuiltinConfig::default(),
             agents_file: None,
             llm: LlmConfig::default(),
+        }
+    }
+}
+
+/// `[store]`: without `url`, an embedded SQLite database in `data_dir` (one
+/// process); with a PostgreSQL URL, a database any number of replicas share.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `postgres://user:password@host:5432/db` (prefer
+    /// `AGWIRE_DATABASE_URL` to writing a password here).
+    pub url: Option<String>,
+    /// How long a replica's claim on a running run holds without renewal:
+    /// a replica that dies has its running runs ended by a survivor this
+    /// long (plus up to 5 s) after its last renewal. PostgreSQL only.
+    pub lease_seconds: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            lease_seconds: 20,
         }
     }
 }
@@ -280,6 +306,18 @@ impl Config {
         if self.http.header_read_timeout_seconds == 0 || self.http.request_timeout_seconds == 0 {
             return Err(Error::Config(
                 "http timeouts must be at least 1 second".into(),
+            ));
+        }
+        if let Some(url) = &self.store.url
+            && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
+        {
+            return Err(Error::Config(
+                "store.url must be a postgres:// URL (without it: SQLite in data_dir)".into(),
+            ));
+        }
+        if self.store.lease_seconds < 2 {
+            return Err(Error::Config(
+                "store.lease_seconds must be at least 2".into(),
             ));
         }
         if self.runs.max_concurrent == 0 {

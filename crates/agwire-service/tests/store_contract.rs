@@ -6,6 +6,9 @@
 
 use std::sync::{Arc, Mutex};
 
+#[path = "support/pg_database.rs"]
+mod pg_database;
+
 use agwire_core::{
     BaseEvent, Event, Message, RunAgentInput, RunErrorEvent, RunFinishedEvent,
     TextMessageContentEvent,
@@ -16,6 +19,7 @@ use agwire_service::store::{
     RunStore, SqliteStore, Store, run_started,
 };
 use agwire_service::validate::{Rules, validate_run};
+use pg_database::PgDatabase;
 use serde_json::json;
 
 /// Every backend, each on a fresh database of its own (dropped with the
@@ -31,77 +35,6 @@ async fn backends() -> Vec<(&'static str, Arc<dyn Store>, Option<PgDatabase>)> {
         backends.push(("postgres", Arc::new(store), Some(database)));
     }
     backends
-}
-
-/// The PostgreSQL server the tests use (`AGWIRE_TEST_PG_URL`, a database
-/// the user may create databases from).
-fn pg_admin_url() -> String {
-    std::env::var("AGWIRE_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
-
-/// A database of one test, dropped when this is.
-struct PgDatabase {
-    name: String,
-    url: String,
-}
-
-impl PgDatabase {
-    /// A fresh database, or `None` (announced) without a reachable server —
-    /// a failure instead under `AGWIRE_REQUIRE_PG=1`.
-    async fn create() -> Option<Self> {
-        use sqlx::Connection;
-        let admin = pg_admin_url();
-        let mut connection = match sqlx::PgConnection::connect(&admin).await {
-            Ok(connection) => connection,
-            Err(error) => {
-                let why = format!("PostgreSQL not reachable at {admin}: {error}");
-                assert!(
-                    std::env::var("AGWIRE_REQUIRE_PG").as_deref() != Ok("1"),
-                    "{why} (AGWIRE_REQUIRE_PG=1)"
-                );
-                eprintln!("\n!!!!! SKIPPED the PostgreSQL backend: {why} !!!!!\n");
-                return None;
-            }
-        };
-        let name = format!("agwire_test_{}", uuid::Uuid::new_v4().simple());
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&mut connection)
-            .await
-            .unwrap();
-        let base = admin
-            .rsplit_once('/')
-            .map_or(admin.as_str(), |(base, _)| base);
-        let url = format!("{base}/{name}");
-        Some(Self { name, url })
-    }
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        let (admin, name) = (pg_admin_url(), self.name.clone());
-        // A runtime of its own: drop runs inside the test's.
-        let dropped = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                use sqlx::Connection;
-                let mut connection = sqlx::PgConnection::connect(&admin).await?;
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )))
-                .execute(&mut connection)
-                .await
-                .map(|_| ())
-            })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            eprintln!("could not drop test database {}", self.name);
-        }
-    }
 }
 
 fn thread() -> String {

@@ -1,4 +1,5 @@
-//! `agwire serve`: the agent-run service on embedded SQLite.
+//! `agwire serve`: the agent-run service, on embedded SQLite or on a
+//! PostgreSQL database shared by several replicas.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,7 +13,7 @@ use agwire_service::brain::Brain;
 use agwire_service::brain::agents::RuntimeConfig;
 use agwire_service::brain::llm::LlmBrain;
 use agwire_service::config::{BusyThread, Config};
-use agwire_service::store::SqliteStore;
+use agwire_service::store::{PgStore, SqliteStore, Store};
 use agwire_service::{BuiltinAgent, Service};
 
 /// Arguments of `agwire serve`. Each overrides the same setting of the
@@ -28,6 +29,10 @@ pub(crate) struct ServeArgs {
     /// Where the database, attachments and signing key live [default: ./agwire-data].
     #[arg(long, env = "AGWIRE_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// PostgreSQL database shared by every replica
+    /// (`postgres://user:password@host/db`) [default: SQLite in the data dir].
+    #[arg(long, env = "AGWIRE_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
     /// The URL clients reach the service by (used in signed attachment URLs).
     #[arg(long, env = "AGWIRE_PUBLIC_URL")]
     public_url: Option<String>,
@@ -88,6 +93,9 @@ impl ServeArgs {
         if let Some(dir) = &self.data_dir {
             config.data_dir.clone_from(dir);
         }
+        if let Some(url) = self.database_url.as_ref().filter(|u| !u.is_empty()) {
+            config.store.url = Some(url.clone());
+        }
         if let Some(url) = &self.public_url {
             config.public_url = Some(url.clone());
         }
@@ -140,12 +148,21 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     let data_dir = &config.data_dir;
     std::fs::create_dir_all(data_dir)
         .map_err(|e| format!("data dir {}: {e}", data_dir.display()))?;
-    let db = data_dir.join("agwire.db");
-    let store = Arc::new(
-        SqliteStore::open(&db)
-            .await
-            .map_err(|e| format!("{}: {e}", db.display()))?,
-    );
+    let store: Arc<dyn Store> = match &config.store.url {
+        Some(url) => Arc::new(
+            PgStore::connect_with_lease(url, Duration::from_secs(config.store.lease_seconds))
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
+        None => {
+            let db = data_dir.join("agwire.db");
+            Arc::new(
+                SqliteStore::open(&db)
+                    .await
+                    .map_err(|e| format!("{}: {e}", db.display()))?,
+            )
+        }
+    };
     let mut attachments = Attachments::open(data_dir)
         .map_err(|e| format!("attachments in {}: {e}", data_dir.display()))?;
     attachments.max_bytes = config.attachments.max_bytes;
@@ -167,7 +184,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("{}: {e}", config.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!(%addr, data_dir = %data_dir.display(), busy_thread = ?config.runs.busy_thread, "agwire serve listening");
+    let database = if config.store.url.is_some() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    tracing::info!(%addr, data_dir = %data_dir.display(), database, busy_thread = ?config.runs.busy_thread, "agwire serve listening");
     {
         use std::io::Write;
         let _ = writeln!(std::io::stdout().lock(), "listening http://{addr}");

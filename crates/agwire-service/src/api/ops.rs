@@ -16,6 +16,10 @@ pub(super) struct Health {
     status: &'static str,
     /// What executes runs (`builtin`, `scripted`, a provider:model).
     agent: String,
+    /// Which replica answered (several processes on one PostgreSQL
+    /// database); absent on an embedded database.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replica: Option<String>,
 }
 
 #[utoipa::path(
@@ -29,6 +33,7 @@ pub(super) async fn health(State(service): State<Service>) -> axum::Json<Health>
     axum::Json(Health {
         status: "ok",
         agent: service.engine.brain.describe(),
+        replica: service.engine.store.replica_id(),
     })
 }
 

@@ -18,14 +18,22 @@ use crate::attachments::{Attachments, REFERENCE_PREFIX};
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::runs::hub::{Hub, Producer};
-use crate::store::{Accepted, Admission, Claimed, Ending, NewRun, RunRecord, RunStatus, Store};
+use crate::store::{
+    Accepted, Admission, Change, Claimed, Ending, NewRun, RunRecord, RunStatus, Store,
+};
 use crate::validate::{ClientTime, RuntimeMode};
 
 /// Runs the dispatcher takes per claim (one transaction).
 const CLAIM_BATCH: u32 = 64;
 /// How often the dispatcher looks for runnable runs nobody told it about
-/// (a safety net: accepts and endings wake it at once).
+/// (a safety net: accepts and endings wake it at once), and for runs a dead
+/// replica abandoned.
 const SWEEP_PERIOD: Duration = Duration::from_secs(5);
+/// How long a follower of a run in a shared database waits on live events
+/// before it checks the log itself (a safety net: a change from another
+/// replica can be lost with its connection). In an embedded database every
+/// event passes through this process's hub, and followers only wait.
+const FOLLOW_RECHECK: Duration = Duration::from_secs(15);
 
 pub(crate) fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
@@ -73,6 +81,8 @@ pub struct Engine {
     draining: Arc<std::sync::atomic::AtomicBool>,
     /// Cancelled when the drain starts (background loops stop).
     stop: CancellationToken,
+    /// How often followers check the log themselves (shared databases).
+    recheck: Option<Duration>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -87,6 +97,7 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// An engine over `store` running `agent` for every run.
     pub fn new(store: Arc<dyn Store>, agent: Arc<dyn DynAgent>) -> Self {
+        let store_changes = store.changes().is_some();
         Self {
             store,
             hub: Hub::default(),
@@ -101,6 +112,7 @@ impl Engine {
             dispatch: Arc::default(),
             draining: Arc::default(),
             stop: CancellationToken::new(),
+            recheck: store_changes.then_some(FOLLOW_RECHECK),
         }
     }
 
@@ -111,31 +123,101 @@ impl Engine {
     /// thread) until the drain.
     pub async fn start(&self) -> Result<(), Error> {
         for run in self.store.interrupted_runs().await? {
-            let why = "the server restarted while the run was in progress";
-            let error = Event::RunError(RunErrorEvent {
-                message: why.into(),
-                code: Some("server_restart".into()),
-                usage: None,
-                base: BaseEvent::default(),
-            });
-            let detail = json!({"message": why, "code": "server_restart"});
-            let ending = Ending {
-                status: RunStatus::Failed,
-                error: Some(&detail),
-                usage: None,
-                terminal: &error,
-                output: &[],
-                ui_schema: None,
-            };
-            self.store.end_run(&run.task_id, &ending, now_ms()).await?;
-            tracing::warn!(
-                run_id = run.run_id,
-                "run interrupted by a restart, marked failed"
-            );
+            self.end_interrupted(&run).await?;
+        }
+        if let Some(changes) = self.store.changes() {
+            let engine = self.clone();
+            tokio::spawn(async move { engine.follow_changes(changes).await });
         }
         let dispatcher = self.clone();
         tokio::spawn(async move { dispatcher.dispatch_loop().await });
         Ok(())
+    }
+
+    /// Ends a run whose process is gone (a restart, or a replica that died)
+    /// as failed, code `server_restart`, after a valid start of its log. A
+    /// run that already ended is left as it is (another survivor was first).
+    async fn end_interrupted(&self, run: &RunRecord) -> Result<(), Error> {
+        let why = "the server restarted while the run was in progress";
+        let error = Event::RunError(RunErrorEvent {
+            message: why.into(),
+            code: Some("server_restart".into()),
+            usage: None,
+            base: BaseEvent::default(),
+        });
+        let detail = json!({"message": why, "code": "server_restart"});
+        let ending = Ending {
+            status: RunStatus::Failed,
+            error: Some(&detail),
+            usage: None,
+            terminal: &error,
+            output: &[],
+            ui_schema: None,
+        };
+        if let Some(seq) = self.store.end_run(&run.task_id, &ending, now_ms()).await? {
+            self.hub.publish(&run.task_id, seq, error);
+            tracing::warn!(
+                run_id = run.run_id,
+                thread_id = run.thread_id,
+                "run interrupted (its process is gone), marked failed"
+            );
+        }
+        Ok(())
+    }
+
+    /// What other replicas commit, applied here: their runs' events to the
+    /// followers here, cancels of runs executing here, runnable runs to the
+    /// dispatcher.
+    async fn follow_changes(&self, mut changes: broadcast::Receiver<Change>) {
+        loop {
+            let change = tokio::select! {
+                () = self.stop.cancelled() => return,
+                change = changes.recv() => change,
+            };
+            match change {
+                Ok(Change::Appended {
+                    task_id,
+                    first,
+                    last,
+                }) => {
+                    if self.hub.followed_from_elsewhere(&task_id) {
+                        self.relay(&task_id, first, last).await;
+                    }
+                }
+                Ok(Change::CancelRequested { task_id }) => {
+                    let token = self
+                        .running
+                        .lock()
+                        .ok()
+                        .and_then(|r| r.get(&task_id).cloned());
+                    if let Some(token) = token {
+                        token.cancel();
+                    }
+                }
+                Ok(Change::Runnable) => self.dispatch.notify_one(),
+                // Missed changes: the dispatcher looks; followers re-read
+                // the log on their own within FOLLOW_RECHECK.
+                Err(broadcast::error::RecvError::Lagged(_)) => self.dispatch.notify_one(),
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    /// Publishes events `first..=last` of a run executing elsewhere to its
+    /// followers here, read from the log.
+    async fn relay(&self, task_id: &str, first: u64, last: u64) {
+        match self
+            .store
+            .events_after(task_id, first.saturating_sub(1))
+            .await
+        {
+            Ok(events) => {
+                for (seq, event) in events.into_iter().take_while(|(seq, _)| *seq <= last) {
+                    self.hub.publish(task_id, seq, event);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "could not read a run's log to relay it"),
+        }
     }
 
     /// Cancels every run in progress (shutdown); they finish as cancelled.
@@ -222,8 +304,24 @@ impl Engine {
             }
             tokio::select! {
                 () = self.dispatch.notified() => {}
-                () = tokio::time::sleep(SWEEP_PERIOD) => {}
+                () = tokio::time::sleep(SWEEP_PERIOD) => self.end_abandoned().await,
                 () = self.stop.cancelled() => return,
+            }
+        }
+    }
+
+    /// Ends the runs a dead replica abandoned (their lease ran out).
+    async fn end_abandoned(&self) {
+        let abandoned = match self.store.abandoned_runs().await {
+            Ok(abandoned) => abandoned,
+            Err(error) => {
+                tracing::error!(%error, "could not look for abandoned runs");
+                return;
+            }
+        };
+        for run in abandoned {
+            if let Err(error) = self.end_interrupted(&run).await {
+                tracing::error!(%error, "could not end an abandoned run");
             }
         }
     }
@@ -612,8 +710,10 @@ impl Engine {
             .lock()
             .ok()
             .and_then(|r| r.get(&run.task_id).cloned());
-        if let Some(token) = token {
-            token.cancel();
+        match token {
+            Some(token) => token.cancel(),
+            // Executing on another replica (if anywhere): it hears this.
+            None => self.store.request_cancel(&run.task_id).await?,
         }
         Ok(())
     }
@@ -624,7 +724,7 @@ impl Engine {
         let (tx, rx) = mpsc::channel(64);
         tokio::spawn(follow_log(
             self.store.clone(),
-            self.hub.clone(),
+            (self.hub.clone(), self.recheck),
             self.stop.clone(),
             task_id,
             after,
@@ -652,7 +752,7 @@ fn is_terminal(event: &Event) -> bool {
 /// terminal event, or when the service stops.
 async fn follow_log(
     store: Arc<dyn Store>,
-    hub: Hub,
+    (hub, recheck): (Hub, Option<Duration>),
     stop: CancellationToken,
     task_id: String,
     after: u64,
@@ -698,8 +798,20 @@ async fn follow_log(
             return;
         }
         loop {
-            match live.recv().await {
-                Ok((seq, event)) if seq > last => {
+            let received = match recheck {
+                None => live.recv().await,
+                Some(period) => match tokio::time::timeout(period, live.recv()).await {
+                    Ok(received) => received,
+                    // Quiet for a while: the log says whether it moved on.
+                    Err(_) => break,
+                },
+            };
+            match received {
+                // Only the next event goes out as it comes; after a gap (an
+                // end that wrote `RUN_STARTED` too, a relay that missed a
+                // change) the log fills it in.
+                Ok((seq, _)) if seq > last + 1 => break,
+                Ok((seq, event)) if seq == last + 1 => {
                     last = seq;
                     let terminal = is_terminal(&event);
                     if tx.send((seq, event)).await.is_err() || terminal {

@@ -92,6 +92,14 @@ impl Hub {
         }
     }
 
+    /// Whether someone here follows a run that does not execute here (its
+    /// events reach this process only through the store's changes).
+    pub(crate) fn followed_from_elsewhere(&self, task_id: &str) -> bool {
+        self.lock()
+            .get(task_id)
+            .is_some_and(|e| e.producers == 0 && e.tx.receiver_count() > 0)
+    }
+
     /// Shutdown: every follower's channel closes (they read the log one last
     /// time and end).
     pub(crate) fn close_all(&self) {

@@ -300,6 +300,13 @@ pub trait RunStore: Send + Sync {
     /// The runs of a thread, newest first (at most `limit`).
     async fn thread_runs(&self, thread_id: &str, limit: u32) -> Result<Vec<RunRecord>, Error>;
 
+    /// This process's name among those sharing the database (what
+    /// `runs.owner` holds for the runs it executes); `None` when it is the
+    /// only one.
+    fn replica_id(&self) -> Option<String> {
+        None
+    }
+
     /// What the other processes sharing this database do, as it commits —
     /// `None` when only this process writes it (embedded databases), where
     /// the engine's own hub sees everything.

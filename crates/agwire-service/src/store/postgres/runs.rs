@@ -534,6 +534,10 @@ impl RunStore for PgStore {
         rows.iter().map(record).collect()
     }
 
+    fn replica_id(&self) -> Option<String> {
+        Some(self.replica.to_string())
+    }
+
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
         Some(self.changes.subscribe())
     }

@@ -1,0 +1,78 @@
+//! A PostgreSQL database of one test: created on the server at
+//! `AGWIRE_TEST_PG_URL` (default: this machine's), dropped with the value.
+//! Without a reachable server the test skips loudly — or fails under
+//! `AGWIRE_REQUIRE_PG=1`, as the test command sets it. Shared by the
+//! service's and the binary's tests (`#[path]`).
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
+/// The PostgreSQL server the tests use (`AGWIRE_TEST_PG_URL`, a database
+/// the user may create databases from).
+fn pg_admin_url() -> String {
+    std::env::var("AGWIRE_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A database of one test, dropped when this is.
+pub(crate) struct PgDatabase {
+    name: String,
+    /// Its URL.
+    pub(crate) url: String,
+}
+
+impl PgDatabase {
+    /// A fresh database, or `None` (announced) without a reachable server —
+    /// a failure instead under `AGWIRE_REQUIRE_PG=1`.
+    pub(crate) async fn create() -> Option<Self> {
+        use sqlx::Connection;
+        let admin = pg_admin_url();
+        let mut connection = match sqlx::PgConnection::connect(&admin).await {
+            Ok(connection) => connection,
+            Err(error) => {
+                let why = format!("PostgreSQL not reachable at {admin}: {error}");
+                assert!(
+                    std::env::var("AGWIRE_REQUIRE_PG").as_deref() != Ok("1"),
+                    "{why} (AGWIRE_REQUIRE_PG=1)"
+                );
+                eprintln!("\n!!!!! SKIPPED the PostgreSQL backend: {why} !!!!!\n");
+                return None;
+            }
+        };
+        let name = format!("agwire_test_{}", uuid::Uuid::new_v4().simple());
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut connection)
+            .await
+            .unwrap();
+        let base = admin
+            .rsplit_once('/')
+            .map_or(admin.as_str(), |(base, _)| base);
+        let url = format!("{base}/{name}");
+        Some(Self { name, url })
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let (admin, name) = (pg_admin_url(), self.name.clone());
+        // A runtime of its own: drop runs inside the test's.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                use sqlx::Connection;
+                let mut connection = sqlx::PgConnection::connect(&admin).await?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .execute(&mut connection)
+                .await
+                .map(|_| ())
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("could not drop test database {}", self.name);
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! `agwire serve` as a child process, and what the tests ask of it: shared
+//! by the single-process tests (`serve.rs`) and the replica tests
+//! (`replicas.rs`).
+#![allow(dead_code, reason = "each test file uses some of these")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use agwire_client::core::pipeline::Pipeline;
+use agwire_client::core::{DecodeMode, Event, RunAgentInput};
+use serde_json::{Value, json};
+
+pub(crate) struct Serve {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub(crate) fn data_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agwire-{name}-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Starts `agwire serve` on a free loopback port; returns once it listens.
+pub(crate) fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agwire"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        .args(args)
+        .env_remove("AGWIRE_JWT_SECRET")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    Serve { child, base }
+}
+
+pub(crate) fn body(thread: &str, run_id: &str, text: &str) -> Value {
+    json!({
+        "threadId": thread, "runId": run_id,
+        "messages": [{"id": format!("{run_id}-u"), "role": "user", "content": text}],
+        "forwardedProps": {"runtime_mode": "chat"}
+    })
+}
+
+pub(crate) async fn post(client: &reqwest::Client, base: &str, body: &Value) -> u16 {
+    client
+        .post(format!("{base}/api/v1/agent/runs"))
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+pub(crate) async fn get(client: &reqwest::Client, base: &str, path: &str) -> Value {
+    client
+        .get(format!("{base}{path}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// The run's whole log, checked: numbered 1..n, one terminal event, last,
+/// and valid for the official rules.
+pub(crate) async fn checked_log(
+    client: &reqwest::Client,
+    base: &str,
+    thread: &str,
+    run: &str,
+) -> Vec<Event> {
+    let response = client
+        .get(format!("{base}/api/v1/agent/runs/{run}/events"))
+        .send()
+        .await
+        .unwrap();
+    let bytes = response.bytes().await.unwrap();
+    let mut frames = Vec::new();
+    let mut decoder = agwire_codec::sse::SseDecoder::new();
+    decoder.push(&bytes, &mut frames).unwrap();
+    decoder.finish(&mut frames).unwrap();
+    let ids: Vec<u64> = frames
+        .iter()
+        .map(|f| f.id.as_deref().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ids, (1..=frames.len() as u64).collect::<Vec<_>>(), "{run}");
+    let events: Vec<Event> = frames
+        .iter()
+        .map(|f| {
+            agwire_codec::sse::decode_frame(f, DecodeMode::Lenient)
+                .unwrap()
+                .value
+        })
+        .collect();
+    let terminals = events
+        .iter()
+        .filter(|e| matches!(e, Event::RunFinished(_) | Event::RunError(_)))
+        .count();
+    assert_eq!(terminals, 1, "{run}: {events:?}");
+    assert!(
+        matches!(events.first(), Some(Event::RunStarted(_))),
+        "{run}: a log starts with RUN_STARTED: {events:?}"
+    );
+    assert!(
+        matches!(
+            events.last(),
+            Some(Event::RunFinished(_) | Event::RunError(_))
+        ),
+        "{run}: a log ends with its terminal event: {events:?}"
+    );
+    let input: RunAgentInput = serde_json::from_value(body(thread, run, "x")).unwrap();
+    let mut pipeline = Pipeline::for_input(&input);
+    for event in &events {
+        pipeline
+            .push(event.clone())
+            .unwrap_or_else(|e| panic!("{run}: {e}"));
+    }
+    events
+}
+
+pub(crate) async fn wait_final(client: &reqwest::Client, base: &str, run: &str) -> Value {
+    for _ in 0..2000 {
+        let status = get(client, base, &format!("/api/v1/agent/runs/{run}")).await;
+        if !["queued", "running"].contains(&status["status"].as_str().unwrap()) {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{run} never ended");
+}
