@@ -1,14 +1,16 @@
-//! Uploaded images and the signed URLs that name them.
+//! The signed URLs that name uploaded images (the images themselves are the
+//! store's: [`crate::store::AttachmentStore`]).
 //!
 //! A URL is `{base}/api/v1/agent/attachments/{id}?exp={unix seconds}&sig={hex}`
 //! where `sig` is HMAC-SHA256 over the id, the owner and the expiry with the
-//! service's secret (created once in the data directory). The signature is
+//! service's secret (created once in the data directory, or shared by the
+//! replicas through their database). The signature is
 //! the credential: it proves the URL was issued for that user's attachment
 //! and has not expired. Runs store `attachment:{id}` references, never URLs;
 //! history signs fresh ones.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -20,10 +22,9 @@ pub const REFERENCE_PREFIX: &str = "attachment:";
 /// Where attachment URLs live.
 pub const PATH_PREFIX: &str = "/api/v1/agent/attachments/";
 
-/// The attachment store on disk.
+/// Upload limits and the key that signs attachment URLs.
 #[derive(Clone)]
 pub struct Attachments {
-    dir: PathBuf,
     secret: Vec<u8>,
     /// Largest upload, bytes.
     pub max_bytes: usize,
@@ -34,17 +35,15 @@ pub struct Attachments {
 impl std::fmt::Debug for Attachments {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Attachments")
-            .field("dir", &self.dir)
             .field("max_bytes", &self.max_bytes)
             .finish_non_exhaustive()
     }
 }
 
 impl Attachments {
-    /// Opens the store under `data_dir`, creating its directory and secret.
+    /// The signing key kept in `data_dir` (created the first time).
     pub fn open(data_dir: &Path) -> io::Result<Self> {
-        let dir = data_dir.join("attachments");
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(data_dir)?;
         let secret_path = data_dir.join("url-signing.key");
         let secret = match std::fs::read(&secret_path) {
             Ok(secret) if secret.len() >= 32 => secret,
@@ -58,11 +57,18 @@ impl Attachments {
             }
         };
         Ok(Self {
-            dir,
             secret,
             max_bytes: 10 * 1024 * 1024,
             ttl_seconds: 3600,
         })
+    }
+
+    /// Signs with `key` instead (the one replicas share through their
+    /// database: [`crate::store::AttachmentStore::url_signing_key`]).
+    #[must_use]
+    pub fn with_key(mut self, key: Vec<u8>) -> Self {
+        self.secret = key;
+        self
     }
 
     fn mac(&self, id: &str, user: &str, exp: i64) -> HmacSha256 {
@@ -109,26 +115,6 @@ impl Attachments {
     /// Whether `sig` signs `id` for `user` until `exp`, and `exp` is ahead.
     pub fn verify(&self, id: &str, user: &str, exp: i64, sig: &[u8], now_s: i64) -> bool {
         is_id(id) && exp > now_s && self.mac(id, user, exp).verify_slice(sig).is_ok()
-    }
-
-    fn path(&self, id: &str) -> Option<PathBuf> {
-        is_id(id).then(|| self.dir.join(id))
-    }
-
-    /// Stores the bytes of a new attachment.
-    pub fn save(&self, id: &str, bytes: &[u8]) -> io::Result<()> {
-        let path = self
-            .path(id)
-            .ok_or_else(|| io::Error::other("bad attachment id"))?;
-        std::fs::write(path, bytes)
-    }
-
-    /// Reads an attachment's bytes.
-    pub fn load(&self, id: &str) -> io::Result<Vec<u8>> {
-        let path = self
-            .path(id)
-            .ok_or_else(|| io::Error::other("bad attachment id"))?;
-        std::fs::read(path)
     }
 }
 

@@ -10,6 +10,9 @@ pub enum Error {
     /// The embedded database's writer failed.
     #[error("database: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// Stored files (attachments) could not be read or written.
+    #[error("storage: {0}")]
+    Io(#[from] std::io::Error),
     /// A stored value could not be (de)serialized.
     #[error("stored JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -105,7 +105,6 @@ impl Service {
     /// Accepts uploads and signs their URLs (without it, no URL passes the
     /// signed-URL rule).
     pub fn with_attachments(mut self, attachments: Attachments) -> Self {
-        self.engine.attachments = Some(attachments.clone());
         self.attachments = Some(attachments);
         self
     }

@@ -15,8 +15,8 @@ use agwire_core::{
 };
 use agwire_service::Error;
 use agwire_service::store::{
-    Admission, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim, PgStore, RunStatus,
-    RunStore, SqliteStore, Store, run_started,
+    Admission, AttachmentStore, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim,
+    PgStore, RunStatus, RunStore, SqliteStore, Store, run_started,
 };
 use agwire_service::validate::{Rules, validate_run};
 use pg_database::PgDatabase;
@@ -754,28 +754,43 @@ async fn profiles_and_attachment_records() {
         );
         assert!(store.settings("bob").await.unwrap().is_empty(), "{backend}");
 
-        assert!(store.attachment("a1").await.unwrap().is_none(), "{backend}");
+        let a1 = uuid::Uuid::now_v7().to_string();
+        assert!(store.attachment(&a1).await.unwrap().is_none(), "{backend}");
+        assert!(
+            store.attachment_bytes(&a1).await.unwrap().is_none(),
+            "{backend}"
+        );
         store
-            .insert_attachment("a1", "alice", "image/png", 42, 1)
+            .insert_attachment(&a1, "alice", "image/png", b"alice's png", 1)
             .await
             .unwrap();
-        let record = store.attachment("a1").await.unwrap().unwrap();
+        let record = store.attachment(&a1).await.unwrap().unwrap();
         assert_eq!(
             (record.user_id.as_str(), record.mime_type.as_str()),
             ("alice", "image/png"),
             "{backend}"
         );
-        // An id is never reused.
+        assert_eq!(
+            store.attachment_bytes(&a1).await.unwrap().unwrap(),
+            b"alice's png",
+            "{backend}"
+        );
+        // An id is never reused, and its bytes never replaced.
         assert!(
             store
-                .insert_attachment("a1", "bob", "image/png", 1, 2)
+                .insert_attachment(&a1, "bob", "image/png", b"bob's", 2)
                 .await
                 .is_err(),
             "{backend}"
         );
         assert_eq!(
-            store.attachment("a1").await.unwrap().unwrap().user_id,
+            store.attachment(&a1).await.unwrap().unwrap().user_id,
             "alice",
+            "{backend}"
+        );
+        assert_eq!(
+            store.attachment_bytes(&a1).await.unwrap().unwrap(),
+            b"alice's png",
             "{backend}"
         );
     }
@@ -1117,4 +1132,19 @@ async fn replicas_hear_each_others_commits() {
             },
         ]
     );
+}
+
+/// PostgreSQL: every replica signs attachment URLs with one key, made by
+/// whichever asked first.
+#[tokio::test]
+async fn replicas_share_one_url_signing_key() {
+    let Some(database) = PgDatabase::create().await else {
+        return;
+    };
+    let first = PgStore::connect(&database.url).await.unwrap();
+    let second = PgStore::connect(&database.url).await.unwrap();
+    let key = first.url_signing_key().await.unwrap().unwrap();
+    assert!(key.len() >= 32);
+    assert_eq!(second.url_signing_key().await.unwrap().unwrap(), key);
+    assert_eq!(first.url_signing_key().await.unwrap().unwrap(), key);
 }

@@ -165,6 +165,11 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     };
     let mut attachments = Attachments::open(data_dir)
         .map_err(|e| format!("attachments in {}: {e}", data_dir.display()))?;
+    // Replicas sign with the key their database holds, so a URL one
+    // signed verifies on all.
+    if let Some(key) = store.url_signing_key().await.map_err(|e| e.to_string())? {
+        attachments = attachments.with_key(key);
+    }
     attachments.max_bytes = config.attachments.max_bytes;
     attachments.ttl_seconds = config.attachments.url_ttl_seconds;
     let auth = auth_of(&config.auth);

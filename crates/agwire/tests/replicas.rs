@@ -145,6 +145,29 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
     .await
     .unwrap();
 
+    // An image uploaded to one replica is served, by its signed URL, by
+    // another.
+    let png = b"\x89PNG\r\n\x1a\n a tiny picture".to_vec();
+    let uploaded: Value = client
+        .post(format!("{}/api/v1/agent/attachments", bases[0]))
+        .header("content-type", "image/png")
+        .body(png.clone())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let signed = uploaded["url"].as_str().unwrap();
+    let path = &signed[signed.find("/api/").unwrap()..];
+    let fetched = client
+        .get(format!("{}{path}", bases[1]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fetched.status().as_u16(), 200, "{uploaded}");
+    assert_eq!(fetched.bytes().await.unwrap().as_ref(), png.as_slice());
+
     // Posted round-robin; each followed from the next replica.
     let mut accepted: BTreeMap<String, String> = BTreeMap::new(); // run -> thread
     let mut followers = Vec::new();

@@ -106,17 +106,10 @@ pub(super) async fn upload(
         ));
     };
     let id = uuid::Uuid::now_v7().to_string();
-    if let Err(error) = attachments.save(&id, &bytes) {
-        tracing::error!(%error, "could not store an attachment");
-        return Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal error",
-        ));
-    }
     service
         .engine
         .store
-        .insert_attachment(&id, &user, mime_type, bytes.len(), now_ms())
+        .insert_attachment(&id, &user, mime_type, &bytes, now_ms())
         .await?;
     let (url, exp) = attachments.sign(&base_url(&service, &headers), &id, &user, now_ms() / 1000);
     let expires_at = jiff::Timestamp::from_second(exp)
@@ -181,7 +174,12 @@ pub(super) async fn download(
             "invalid or expired signature",
         ));
     }
-    let bytes = attachments.load(&id).map_err(|_| not_found())?;
+    let bytes = service
+        .engine
+        .store
+        .attachment_bytes(&id)
+        .await?
+        .ok_or_else(not_found)?;
     let mut response = Response::new(Body::from(bytes));
     if let Ok(value) = HeaderValue::from_str(&owner.mime_type) {
         response.headers_mut().insert(header::CONTENT_TYPE, value);

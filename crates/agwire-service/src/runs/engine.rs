@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::attachments::{Attachments, REFERENCE_PREFIX};
+use crate::attachments::REFERENCE_PREFIX;
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::runs::hub::{Hub, Producer};
@@ -64,8 +64,6 @@ pub struct Engine {
     pub(crate) brain: Arc<dyn crate::brain::Brain>,
     /// The agent catalogue (`system_agents.yaml`); jobs are checked against it.
     pub(crate) runtime: Arc<crate::brain::agents::RuntimeConfig>,
-    /// Images the model sees inline (the user's own attachments).
-    pub(crate) attachments: Option<Attachments>,
     pub(crate) metrics: Arc<Metrics>,
     /// Most runs executing at once on this process.
     pub(crate) max_concurrent: usize,
@@ -103,7 +101,6 @@ impl Engine {
             hub: Hub::default(),
             brain: Arc::new(crate::brain::Fixed::new(agent, "builtin")),
             runtime: Arc::new(crate::brain::agents::RuntimeConfig::builtin()),
-            attachments: None,
             metrics: Arc::default(),
             max_concurrent: crate::config::RunsConfig::default().max_concurrent,
             shutdown: CancellationToken::new(),
@@ -489,9 +486,6 @@ impl Engine {
         use base64::Engine;
         /// Largest image sent inline.
         const MAX_INLINE: usize = 5 * 1024 * 1024;
-        let Some(attachments) = &self.attachments else {
-            return history;
-        };
         for message in &mut history {
             let Message::User(message) = message else {
                 continue;
@@ -516,8 +510,8 @@ impl Engine {
                 if record.user_id != user {
                     continue;
                 }
-                match attachments.load(&id) {
-                    Ok(bytes) if bytes.len() <= MAX_INLINE => {
+                match self.store.attachment_bytes(&id).await {
+                    Ok(Some(bytes)) if bytes.len() <= MAX_INLINE => {
                         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
                         *value = format!("data:{mime};base64,{data}");
                     }

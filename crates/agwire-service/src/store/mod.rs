@@ -412,21 +412,35 @@ pub struct AttachmentRecord {
     pub mime_type: String,
 }
 
-/// Attachment records.
+/// Uploaded attachments: who owns each, its type, its bytes — where every
+/// process serving the database can read them (files beside an embedded
+/// database; rows of a shared one).
 #[async_trait]
 pub trait AttachmentStore: Send + Sync {
-    /// Records an uploaded attachment.
+    /// Stores an upload (`id` a UUID the service minted): its bytes, then
+    /// its record, so a record always has its bytes.
     async fn insert_attachment(
         &self,
         id: &str,
         user: &str,
         mime_type: &str,
-        size: usize,
+        bytes: &[u8],
         now_ms: i64,
     ) -> Result<(), Error>;
 
     /// An attachment's owner and type.
     async fn attachment(&self, id: &str) -> Result<Option<AttachmentRecord>, Error>;
+
+    /// An attachment's bytes.
+    async fn attachment_bytes(&self, id: &str) -> Result<Option<Vec<u8>>, Error>;
+
+    /// The key every process sharing the database signs attachment URLs
+    /// with (the first to ask creates it), so a URL one replica signed
+    /// verifies on any other. `None` for an embedded database: its one
+    /// process keeps its key in its data directory.
+    async fn url_signing_key(&self) -> Result<Option<Vec<u8>>, Error> {
+        Ok(None)
+    }
 }
 
 /// A calendar event as stored (instants in UTC, plus the zone it was

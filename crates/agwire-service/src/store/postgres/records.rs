@@ -99,17 +99,21 @@ impl AttachmentStore for PgStore {
         id: &str,
         user: &str,
         mime_type: &str,
-        size: usize,
+        bytes: &[u8],
         now_ms: i64,
     ) -> Result<(), Error> {
-        sqlx::query("INSERT INTO attachments (id, user_id, mime_type, size, created_at) VALUES ($1, $2, $3, $4, $5)")
-            .bind(id)
-            .bind(user)
-            .bind(mime_type)
-            .bind(i64::try_from(size).unwrap_or(i64::MAX))
-            .bind(now_ms)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "INSERT INTO attachments (id, user_id, mime_type, size, created_at, bytes) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(id)
+        .bind(user)
+        .bind(mime_type)
+        .bind(i64::try_from(bytes.len()).unwrap_or(i64::MAX))
+        .bind(now_ms)
+        .bind(bytes)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
@@ -118,10 +122,41 @@ impl AttachmentStore for PgStore {
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.map(|r| AttachmentRecord {
-            user_id: r.get("user_id"),
-            mime_type: r.get("mime_type"),
-        }))
+        row.map(|r| {
+            Ok(AttachmentRecord {
+                user_id: r.try_get("user_id")?,
+                mime_type: r.try_get("mime_type")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn attachment_bytes(&self, id: &str) -> Result<Option<Vec<u8>>, Error> {
+        let bytes: Option<Option<Vec<u8>>> =
+            sqlx::query_scalar("SELECT bytes FROM attachments WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(bytes.flatten())
+    }
+
+    async fn url_signing_key(&self) -> Result<Option<Vec<u8>>, Error> {
+        let fresh: Vec<u8> = [uuid::Uuid::new_v4(), uuid::Uuid::new_v4()]
+            .iter()
+            .flat_map(|u| u.into_bytes())
+            .collect();
+        // The first replica's key wins; everyone reads the stored one.
+        sqlx::query(
+            "INSERT INTO service_keys (name, key) VALUES ('url-signing', $1) ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(&fresh)
+        .execute(&self.pool)
+        .await?;
+        let key: Vec<u8> =
+            sqlx::query_scalar("SELECT key FROM service_keys WHERE name = 'url-signing'")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(Some(key))
     }
 }
 

@@ -157,6 +157,8 @@ WHERE status = 'queued';
 pub struct SqliteStore {
     pool: SqlitePool,
     writer: writer::Writer,
+    /// Attachments' bytes: one file each, beside the database.
+    files: std::path::PathBuf,
 }
 
 impl SqliteStore {
@@ -174,7 +176,24 @@ impl SqliteStore {
             .await?;
         migrate(&pool).await?;
         let writer = writer::Writer::open(path)?;
-        Ok(Self { pool, writer })
+        let files = path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join("attachments");
+        std::fs::create_dir_all(&files)?;
+        Ok(Self {
+            pool,
+            writer,
+            files,
+        })
+    }
+
+    /// Where an attachment's bytes live (ids are UUIDs we mint: never a
+    /// path).
+    fn attachment_path(&self, id: &str) -> Result<std::path::PathBuf, Error> {
+        uuid::Uuid::try_parse(id)
+            .map(|_| self.files.join(id))
+            .map_err(|_| Error::NotFound("attachment not found".into()))
     }
 }
 

@@ -101,9 +101,22 @@ impl AttachmentStore for SqliteStore {
         id: &str,
         user: &str,
         mime_type: &str,
-        size: usize,
+        bytes: &[u8],
         now_ms: i64,
     ) -> Result<(), Error> {
+        let path = self.attachment_path(id)?;
+        let (size, bytes) = (bytes.len(), bytes.to_vec());
+        // `create_new`: an id is never reused, and its bytes never replaced.
+        tokio::task::spawn_blocking(move || {
+            use std::io::Write;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)?
+                .write_all(&bytes)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("writing an attachment: {e}")))??;
         sqlx::query("INSERT INTO attachments (id, user_id, mime_type, size, created_at) VALUES (?, ?, ?, ?, ?)")
             .bind(id)
             .bind(user)
@@ -113,6 +126,18 @@ impl AttachmentStore for SqliteStore {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn attachment_bytes(&self, id: &str) -> Result<Option<Vec<u8>>, Error> {
+        let path = self.attachment_path(id)?;
+        let read = tokio::task::spawn_blocking(move || std::fs::read(path))
+            .await
+            .map_err(|e| Error::Internal(format!("reading an attachment: {e}")))?;
+        match read {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error.into()),
+        }
     }
 
     async fn attachment(&self, id: &str) -> Result<Option<AttachmentRecord>, Error> {
