@@ -160,11 +160,7 @@ async fn each_tick_fires_once_across_restarts_and_replicas() {
     );
 
     // A restart (a new service on the same database) does not fire it again.
-    let store = Arc::new(
-        SqliteStore::open(&server.dir.join("agwire.db"))
-            .await
-            .unwrap(),
-    );
+    let store = common::reopen(&server).await;
     let restarted = Service::new(store, Arc::new(BuiltinAgent::default()));
     restarted.start().await.unwrap();
     assert_eq!(

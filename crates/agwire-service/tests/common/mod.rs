@@ -1,22 +1,64 @@
 //! Helpers of the service tests: a real server on loopback over a fresh
-//! SQLite file, requests, and the SSE log as `(seq, event)` pairs.
+//! database — SQLite, or PostgreSQL with `AGWIRE_TEST_STORE=postgres` (the
+//! test command runs the service tests both ways) — requests, and the SSE
+//! log as `(seq, event)` pairs.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unreachable_pub)]
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agwire_client::core::Event;
 use agwire_service::auth::Auth;
-use agwire_service::store::SqliteStore;
+use agwire_service::store::{PgStore, SqliteStore, Store};
 use agwire_service::{BuiltinAgent, Config, Service};
 use serde_json::{Value, json};
+
+#[path = "../support/pg_database.rs"]
+mod pg_database;
+use pg_database::PgDatabase;
 
 /// A service running in this process, served over real HTTP.
 pub struct Server {
     pub addr: SocketAddr,
     pub service: Service,
     pub dir: PathBuf,
+    /// Its PostgreSQL database, when the tests run on PostgreSQL (kept
+    /// after the test: the served service outlives this handle).
+    pub database: Option<String>,
+}
+
+/// Whether the service tests run on PostgreSQL.
+fn on_postgres() -> bool {
+    std::env::var("AGWIRE_TEST_STORE").as_deref() == Ok("postgres")
+}
+
+/// A fresh store for a server in `dir`: SQLite there, or a PostgreSQL
+/// database of its own.
+pub async fn fresh_store(dir: &Path) -> (Arc<dyn Store>, Option<String>) {
+    if on_postgres() {
+        let database = PgDatabase::create()
+            .await
+            .expect("AGWIRE_TEST_STORE=postgres needs a PostgreSQL server")
+            .keep();
+        let store = PgStore::connect(&database).await.unwrap();
+        (Arc::new(store), Some(database))
+    } else {
+        let store = SqliteStore::open(&dir.join("agwire.db")).await.unwrap();
+        (Arc::new(store), None)
+    }
+}
+
+/// The server's database opened again (a restart).
+pub async fn reopen(server: &Server) -> Arc<dyn Store> {
+    match &server.database {
+        Some(database) => Arc::new(PgStore::connect(database).await.unwrap()),
+        None => Arc::new(
+            SqliteStore::open(&server.dir.join("agwire.db"))
+                .await
+                .unwrap(),
+        ),
+    }
 }
 
 /// A fresh data directory.
@@ -51,7 +93,7 @@ async fn start_service(
     setup: impl FnOnce(Service) -> Service,
 ) -> Server {
     let dir = data_dir("service");
-    let store = Arc::new(SqliteStore::open(&dir.join("agwire.db")).await.unwrap());
+    let (store, database) = fresh_store(&dir).await;
     let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
     let service = setup(Service::new(store, Arc::new(BuiltinAgent::default())))
         .with_config(config)
@@ -67,7 +109,12 @@ async fn start_service(
             .await
             .unwrap();
     });
-    Server { addr, service, dir }
+    Server {
+        addr,
+        service,
+        dir,
+        database,
+    }
 }
 
 /// Default configuration, fast built-in agent, no auth.

@@ -37,7 +37,12 @@ impl PgDatabase {
                 return None;
             }
         };
-        let name = format!("agwire_test_{}", uuid::Uuid::new_v4().simple());
+        drop_stale(&mut connection).await;
+        let name = format!(
+            "agwire_test_{}_{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        );
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(&mut connection)
             .await
@@ -47,6 +52,38 @@ impl PgDatabase {
             .map_or(admin.as_str(), |(base, _)| base);
         let url = format!("{base}/{name}");
         Some(Self { name, url })
+    }
+}
+
+impl PgDatabase {
+    /// Keeps the database past this value (a server that outlives the
+    /// test's handle on it); a later test process drops it.
+    pub(crate) fn keep(self) -> String {
+        let url = self.url.clone();
+        std::mem::forget(self);
+        url
+    }
+}
+
+/// Drops the databases of test processes that are gone (kept ones, or ones
+/// a crashed test left).
+async fn drop_stale(connection: &mut sqlx::PgConnection) {
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT datname FROM pg_database WHERE datname LIKE 'agwire\\_test\\_%'",
+    )
+    .fetch_all(&mut *connection)
+    .await
+    .unwrap_or_default();
+    for name in names {
+        let pid = name.split('_').nth(2).and_then(|p| p.parse::<u32>().ok());
+        let alive = pid.is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+        if !alive {
+            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .execute(&mut *connection)
+            .await;
+        }
     }
 }
 
