@@ -4,6 +4,7 @@
 //! `AGWIRE_REQUIRE_PG=1`, as the test command sets it. Shared by the
 //! service's and the binary's tests (`#[path]`).
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
+#![allow(dead_code, reason = "each including test crate uses part of it")]
 
 /// The PostgreSQL server the tests use (`AGWIRE_TEST_PG_URL`, a database
 /// the user may create databases from).
