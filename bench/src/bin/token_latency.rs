@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use agwire_llm::{ChatModel, OpenAiCompatible, OpenAiConfig};
 use agwire_service::brain::llm::LlmBrain;
-use agwire_service::store::SqliteStore;
+use agwire_service::store::{PgStore, SqliteStore, Store};
 use agwire_service::{BuiltinAgent, Service};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -88,7 +88,11 @@ async fn main() {
 
     let dir = std::env::temp_dir().join(format!("agwire-latency-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let store = Arc::new(SqliteStore::open(&dir.join("agwire.db")).await.unwrap());
+    // AGWIRE_DATABASE_URL: measure on PostgreSQL instead of SQLite.
+    let store: Arc<dyn Store> = match std::env::var("AGWIRE_DATABASE_URL") {
+        Ok(url) => Arc::new(PgStore::connect(&url).await.unwrap()),
+        Err(_) => Arc::new(SqliteStore::open(&dir.join("agwire.db")).await.unwrap()),
+    };
     let model: Arc<dyn ChatModel> = Arc::new(
         OpenAiCompatible::new(OpenAiConfig::new(format!("http://{provider_addr}/v1"), "m"))
             .unwrap(),

@@ -8,7 +8,7 @@ use super::{DB_NOW_MS, PgStore, notify, to_i64};
 use crate::error::Error;
 use crate::store::prepared::{self, Accept, End, MessageRow};
 use crate::store::{
-    Accepted, Change, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, RunStore, run_started,
+    Accepted, Change, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, RunStore,
 };
 
 const RUN_COLUMNS: &str = "task_id, user_id, thread_id, run_id, status, error, usage, created_at, started_at, finished_at";
@@ -33,117 +33,6 @@ fn is_unique_violation(error: &sqlx::Error) -> bool {
     error
         .as_database_error()
         .is_some_and(|e| e.code().as_deref() == Some("23505"))
-}
-
-/// The rules of `RunStore::accept_run`, in its order, in `tx`.
-async fn accept(tx: &mut PgConnection, run: &Accept) -> Result<Accepted, Error> {
-    let existing = sqlx::query(
-        "SELECT task_id, thread_id, request_hash, created_thread FROM runs \
-         WHERE user_id = $1 AND run_id = $2",
-    )
-    .bind(&run.user)
-    .bind(&run.run_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    if let Some(existing) = existing {
-        let thread_id: String = existing.try_get("thread_id")?;
-        let hash: String = existing.try_get("request_hash")?;
-        if thread_id != run.thread_id || hash != run.request_hash {
-            return Err(Error::Conflict(format!(
-                "runId '{}' was already used with a different request",
-                run.run_id
-            )));
-        }
-        return Ok(Accepted {
-            task_id: existing.try_get("task_id")?,
-            thread_id,
-            run_id: run.run_id.clone(),
-            created: existing.try_get("created_thread")?,
-            replayed: true,
-            waiting: false,
-        });
-    }
-    let inserted = sqlx::query(
-        "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ($1, $2, $3, $3) \
-         ON CONFLICT (id) DO NOTHING",
-    )
-    .bind(&run.thread_id)
-    .bind(&run.user)
-    .bind(run.now_ms)
-    .execute(&mut *tx)
-    .await?;
-    let created = inserted.rows_affected() == 1;
-    // The thread's lock: accepts on one thread, and every addition of
-    // messages to it, take their turns here.
-    let owner: String = sqlx::query_scalar("SELECT user_id FROM threads WHERE id = $1 FOR UPDATE")
-        .bind(&run.thread_id)
-        .fetch_one(&mut *tx)
-        .await?;
-    if owner != run.user {
-        return Err(Error::NotFound("thread not found".into()));
-    }
-    let busy: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM runs WHERE thread_id = $1 AND status IN ('queued', 'running')",
-    )
-    .bind(&run.thread_id)
-    .fetch_one(&mut *tx)
-    .await?;
-    if busy > 0 && !run.enqueue {
-        return Err(Error::Busy(
-            "the thread already has an active run; wait for it or cancel it".into(),
-        ));
-    }
-    let waiting = busy > 0;
-    // A run waiting behind another adds its messages when it starts (or is
-    // cancelled), so the thread reads in the order turns happened.
-    let pending = if waiting {
-        Some(run.pending.as_str())
-    } else {
-        add_new_messages(
-            tx,
-            &run.thread_id,
-            &run.run_id,
-            &run.candidates,
-            run.dedupe,
-            run.now_ms,
-        )
-        .await?;
-        None
-    };
-    let task_id = uuid::Uuid::now_v7().to_string();
-    sqlx::query(
-        "INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, \
-         input, created_at, pending_messages, runtime_mode, client_time) \
-         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11)",
-    )
-    .bind(&task_id)
-    .bind(&run.user)
-    .bind(&run.thread_id)
-    .bind(&run.run_id)
-    .bind(&run.request_hash)
-    .bind(created)
-    .bind(&run.input_json)
-    .bind(run.now_ms)
-    .bind(pending)
-    .bind(run.mode)
-    .bind(run.client_time.as_deref())
-    .execute(&mut *tx)
-    .await?;
-    if !created {
-        sqlx::query("UPDATE threads SET last_active_at = $1 WHERE id = $2")
-            .bind(run.now_ms)
-            .bind(&run.thread_id)
-            .execute(&mut *tx)
-            .await?;
-    }
-    Ok(Accepted {
-        task_id,
-        thread_id: run.thread_id.clone(),
-        run_id: run.run_id.clone(),
-        created,
-        replayed: false,
-        waiting,
-    })
 }
 
 /// Appends events (as JSON) to a run's log, numbered on from its last one,
@@ -237,6 +126,14 @@ async fn insert_messages(
     Ok(())
 }
 
+/// Message rows as the three arrays the functions take.
+fn columns(messages: &[MessageRow]) -> (Vec<&str>, Vec<&str>, Vec<&str>) {
+    let ids = messages.iter().map(|m| m.0.as_str()).collect();
+    let roles = messages.iter().map(|m| m.1).collect();
+    let bodies = messages.iter().map(|m| m.2.as_str()).collect();
+    (ids, roles, bodies)
+}
+
 /// Takes a thread's lock (for adding messages outside an accept).
 async fn lock_thread(tx: &mut PgConnection, thread_id: &str) -> Result<(), Error> {
     sqlx::query("SELECT 1 FROM threads WHERE id = $1 FOR UPDATE")
@@ -244,57 +141,6 @@ async fn lock_thread(tx: &mut PgConnection, thread_id: &str) -> Result<(), Error
         .fetch_optional(&mut *tx)
         .await?;
     Ok(())
-}
-
-/// `RunStore::end_run` in `tx`.
-async fn end(tx: &mut PgConnection, task_id: &str, end: &End) -> Result<Option<u64>, Error> {
-    let moved = sqlx::query(
-        "UPDATE runs SET status = $1, error = $2, usage = $3, finished_at = $4, \
-         owner = NULL, lease_until_ms = NULL \
-         WHERE task_id = $5 AND status IN ('queued', 'running') RETURNING thread_id, run_id",
-    )
-    .bind(end.status.as_str())
-    .bind(end.error.as_deref())
-    .bind(end.usage.as_deref())
-    .bind(end.now_ms)
-    .bind(task_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(moved) = moved else {
-        return Ok(None);
-    };
-    let thread_id: String = moved.try_get("thread_id")?;
-    let run_id: String = moved.try_get("run_id")?;
-    // A run that ends before its first event was written still gets a
-    // valid log: `RUN_STARTED` first, then its one terminal event.
-    let logged: Option<i64> =
-        sqlx::query_scalar("SELECT seq FROM run_events WHERE task_id = $1 LIMIT 1")
-            .bind(task_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let started = match logged {
-        Some(_) => None,
-        None => Some(append(tx, task_id, &[run_started(&thread_id, &run_id).to_json()]).await?),
-    };
-    lock_thread(tx, &thread_id).await?;
-    insert_messages(tx, &thread_id, &run_id, &end.output, end.now_ms).await?;
-    if let Some((answer, schema)) = &end.ui_schema {
-        sqlx::query(
-            "UPDATE messages SET ui_schema = $1 WHERE thread_id = $2 AND run_id = $3 AND id = $4",
-        )
-        .bind(schema)
-        .bind(&thread_id)
-        .bind(&run_id)
-        .bind(answer)
-        .execute(&mut *tx)
-        .await?;
-    }
-    let terminal = append(tx, task_id, std::slice::from_ref(&end.terminal)).await?;
-    let first = started.unwrap_or(terminal);
-    notify(tx, &format!("a {first} {terminal} {task_id}")).await?;
-    // The thread's next run, if one waits, is runnable now.
-    notify(tx, "r").await?;
-    Ok(Some(terminal))
 }
 
 /// `RunStore::claim_runnable`'s statements in `tx`.
@@ -366,24 +212,62 @@ async fn claim(
 impl RunStore for PgStore {
     async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error> {
         let run = Accept::prepare(&run)?;
+        let task_id = uuid::Uuid::now_v7().to_string();
+        let (ids, roles, bodies) = columns(&run.candidates);
         // Two first posts of one (user, runId) can race past the lookup; the
-        // loser's insert breaks the unique key, and its second attempt finds
-        // the winner's run (a replay, or a conflict).
+        // loser's insert breaks the unique key (and writes nothing), and its
+        // second attempt finds the winner's run (a replay, or a conflict).
         for attempt in 0..2 {
-            let mut tx = self.pool.begin().await?;
-            let accepted = match accept(&mut tx, &run).await {
-                Ok(accepted) if !accepted.replayed => notify(&mut tx, "r").await.map(|()| accepted),
-                other => other,
+            let answer = sqlx::query(
+                "SELECT outcome, task_id, created, waiting FROM agwire_accept(\
+                 $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+            )
+            .bind(&task_id)
+            .bind(&run.user)
+            .bind(&run.thread_id)
+            .bind(&run.run_id)
+            .bind(&run.request_hash)
+            .bind(&run.input_json)
+            .bind(run.mode)
+            .bind(run.client_time.as_deref())
+            .bind(run.enqueue)
+            .bind(run.dedupe)
+            .bind(&ids)
+            .bind(&roles)
+            .bind(&bodies)
+            .bind(&run.pending)
+            .bind(run.now_ms)
+            .fetch_one(&self.pool)
+            .await;
+            let row = match answer {
+                Ok(row) => row,
+                Err(error) if attempt == 0 && is_unique_violation(&error) => continue,
+                Err(error) => return Err(error.into()),
             };
-            match accepted {
-                Ok(accepted) => match tx.commit().await {
-                    Ok(()) => return Ok(accepted),
-                    Err(error) if attempt == 0 && is_unique_violation(&error) => continue,
-                    Err(error) => return Err(error.into()),
-                },
-                Err(Error::Database(error)) if attempt == 0 && is_unique_violation(&error) => {}
-                Err(error) => return Err(error),
-            }
+            let outcome: String = row.try_get("outcome")?;
+            let accepted = |replayed| -> Result<Accepted, Error> {
+                Ok(Accepted {
+                    task_id: row.try_get("task_id")?,
+                    thread_id: run.thread_id.clone(),
+                    run_id: run.run_id.clone(),
+                    created: row.try_get("created")?,
+                    replayed,
+                    waiting: row.try_get("waiting")?,
+                })
+            };
+            return match outcome.as_str() {
+                "accepted" => accepted(false),
+                "replayed" => accepted(true),
+                "conflict" => Err(Error::Conflict(format!(
+                    "runId '{}' was already used with a different request",
+                    run.run_id
+                ))),
+                "not_found" => Err(Error::NotFound("thread not found".into())),
+                "busy" => Err(Error::Busy(
+                    "the thread already has an active run; wait for it or cancel it".into(),
+                )),
+                other => Err(Error::Internal(format!("agwire_accept answered {other}"))),
+            };
         }
         Err(Error::Conflict(format!(
             "runId '{}' is being accepted by another request",
@@ -421,20 +305,15 @@ impl RunStore for PgStore {
         if events.is_empty() {
             return Ok(0);
         }
-        let mut tx = self.pool.begin().await?;
-        let status: Option<String> =
-            sqlx::query_scalar("SELECT status FROM runs WHERE task_id = $1 FOR UPDATE")
-                .bind(task_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if status.as_deref() != Some("running") {
-            return Err(Error::Conflict(format!("run {task_id} is not running")));
+        let first: Option<i64> = sqlx::query_scalar("SELECT agwire_append($1, $2)")
+            .bind(task_id)
+            .bind(&events)
+            .fetch_one(&self.pool)
+            .await?;
+        match first {
+            Some(first) => Ok(u64::try_from(first).unwrap_or(0)),
+            None => Err(Error::Conflict(format!("run {task_id} is not running"))),
         }
-        let first = append(&mut tx, task_id, &events).await?;
-        let last = first + events.len() as u64 - 1;
-        notify(&mut tx, &format!("a {first} {last} {task_id}")).await?;
-        tx.commit().await?;
-        Ok(first)
     }
 
     async fn end_run(
@@ -443,11 +322,25 @@ impl RunStore for PgStore {
         ending: &Ending<'_>,
         now_ms: i64,
     ) -> Result<Option<u64>, Error> {
-        let ending = End::prepare(ending, now_ms)?;
-        let mut tx = self.pool.begin().await?;
-        let terminal = end(&mut tx, task_id, &ending).await?;
-        tx.commit().await?;
-        Ok(terminal)
+        let end = End::prepare(ending, now_ms)?;
+        let (ids, roles, bodies) = columns(&end.output);
+        let (answer, schema) = end.ui_schema.as_ref().map(|(a, s)| (a, s)).unzip();
+        let terminal: Option<i64> =
+            sqlx::query_scalar("SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
+                .bind(task_id)
+                .bind(end.status.as_str())
+                .bind(end.error.as_deref())
+                .bind(end.usage.as_deref())
+                .bind(&end.terminal)
+                .bind(&ids)
+                .bind(&roles)
+                .bind(&bodies)
+                .bind(answer)
+                .bind(schema)
+                .bind(end.now_ms)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(terminal.map(|seq| u64::try_from(seq).unwrap_or(0)))
     }
 
     async fn cancel_queued(

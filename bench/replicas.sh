@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# `agwire serve` on SQLite (one process) and on PostgreSQL (one replica, two
+# replicas), the same workload as bench/service.sh, side by side in one run:
+#   accepted runs/s (POST -> 202, runs executing), end-to-end runs/s (POST
+#   -> the run's whole SSE stream), and the latency a token gains from the
+#   provider to the SSE frame (token_latency) on each store;
+# then PostgreSQL's own floor on the same server: pgbench's simple-update
+# TPS (-N) at the same concurrency.
+#
+# With two replicas, one wrk per replica takes half the connections (a
+# load balancer's round-robin) and their rates are summed. Scaling on this
+# 2-core machine: the "pinned" rows run each replica on a core of its own
+# (taskset), one replica on core 0 against two on cores 0 and 1; wrk and
+# PostgreSQL float over both cores in every row, so they compete with the
+# replicas — the ratio is a lower bound of what replicas with cores of their
+# own would give.
+#
+# Usage: bench/replicas.sh [seconds per wrk run (10)] [connections (16)]
+# AGWIRE_BENCH_PG_URL: a PostgreSQL server to create databases on
+# (default postgres://postgres@127.0.0.1:5432/postgres).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-10}
+CONNS=${2:-16}
+PG=${AGWIRE_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
+cargo build --release -q -p agwire -p agwire-bench --bin agwire --bin token_latency
+BIN=./target/release/agwire
+WORK=$(mktemp -d)
+# Replicas' pids and the benchmark's databases, one per line (written from
+# the subshells that start them).
+touch "$WORK/pids" "$WORK/dbs"
+stop_all() {
+  while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$WORK/pids"
+  while read -r pid; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done < "$WORK/pids"
+  : > "$WORK/pids"
+}
+cleanup() {
+  stop_all
+  while read -r db; do psql "$PG" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true; done < "$WORK/dbs"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# A fresh database; prints its URL.
+database() {
+  local name="agwire_bench_$RANDOM$RANDOM"
+  psql "$PG" -qc "CREATE DATABASE $name" >/dev/null
+  echo "$name" >> "$WORK/dbs"
+  echo "${PG%/*}/$name"
+}
+
+# Starts a replica (args: cpu or "-", then serve's extra args); prints its address.
+replica() {
+  local cpu=$1; shift
+  local dir; dir=$(mktemp -d -p "$WORK")
+  local pin=()
+  [ "$cpu" = "-" ] || pin=(taskset -c "$cpu")
+  RUST_LOG=error "${pin[@]}" "$BIN" serve --addr 127.0.0.1:0 --data-dir "$dir" "$@" > "$dir/out" &
+  echo $! >> "$WORK/pids"
+  for _ in $(seq 200); do grep -q listening "$dir/out" 2>/dev/null && break; sleep 0.05; done
+  sed -n 's/^listening http:\/\///p' "$dir/out"
+}
+
+# Waits until no run is queued or running (the store's counts, any replica).
+settle() {
+  for _ in $(seq 1200); do
+    [ "$(curl -s "http://$1/metrics" | awk '$1 == "agwire_runs{status=\"running\"}" || $1 == "agwire_runs{status=\"queued\"}" {s += $2} END {print s + 0}')" = 0 ] && return
+    sleep 0.1
+  done
+}
+
+# wrk against every address at once (connections split evenly); prints the
+# summed requests/s, and fails on any non-2xx.
+load() {
+  local stream=$1; shift
+  local n=$#
+  local per=$(( CONNS / n ))
+  local outs=() wrks=()
+  for addr in "$@"; do
+    local out; out=$(mktemp -p "$WORK")
+    outs+=("$out")
+    AGWIRE_BENCH_STREAM=$stream wrk -t1 -c"$per" -d"${SECS}s" -s bench/http/service.lua "http://$addr" > "$out" &
+    wrks+=($!)
+  done
+  wait "${wrks[@]}"
+  for out in "${outs[@]}"; do
+    if grep -q "Non-2xx or 3xx responses" "$out"; then cat "$out" >&2; echo "bench: non-2xx answers" >&2; exit 1; fi
+  done
+  cat "${outs[@]}" | awk '/Requests\/sec/ {s += $2} END {printf "%.0f", s}'
+}
+
+# One row: label, then the replicas' addresses.
+row() {
+  local label=$1; shift
+  local accepted e2e
+  accepted=$(load 0 "$@")
+  settle "$1"
+  e2e=$(load 1 "$@")
+  settle "$1"
+  printf '  %-44s %10s %10s\n' "$label" "$accepted" "$e2e"
+}
+
+printf 'agwire serve, wrk -c%s for %ss per figure (router+worker pipeline on the scripted model)\n' "$CONNS" "$SECS"
+printf '  %-44s %10s %10s\n' "" "accepted/s" "e2e runs/s"
+a=$(replica -)
+row "SQLite, 1 process" "$a"
+stop_all
+url=$(database); a=$(replica - --database-url "$url")
+row "PostgreSQL, 1 replica" "$a"
+stop_all
+url=$(database); a=$(replica - --database-url "$url"); b=$(replica - --database-url "$url")
+row "PostgreSQL, 2 replicas" "$a" "$b"
+stop_all
+url=$(database); a=$(replica 0 --database-url "$url")
+row "PostgreSQL, 1 replica pinned to core 0" "$a"
+stop_all
+url=$(database); a=$(replica 0 --database-url "$url"); b=$(replica 1 --database-url "$url")
+row "PostgreSQL, 2 replicas pinned to cores 0, 1" "$a" "$b"
+stop_all
+
+echo "token latency, provider chunk -> SSE frame (token_latency 5 200):"
+printf '  SQLite:     %s\n' "$(./target/release/token_latency 5 200 | tail -1)"
+url=$(database)
+printf '  PostgreSQL: %s\n' "$(AGWIRE_DATABASE_URL=$url ./target/release/token_latency 5 200 | tail -1)"
+
+url=$(database)
+pgbench -q -i -s 10 "$url" >/dev/null 2>&1
+tps=$(pgbench -N -c "$CONNS" -j 2 -T "$SECS" "$url" 2>/dev/null | awk '/^tps/ {printf "%.0f", $3}')
+printf 'pgbench simple-update (-N, -c%s -j2, scale 10) on the same server: %s TPS\n' "$CONNS" "$tps"
