@@ -25,6 +25,7 @@
 //! Migrations are sqlx's (`migrations/postgres/`), run at connect under
 //! sqlx's advisory lock, so replicas starting together migrate once.
 
+mod batch;
 mod records;
 mod runs;
 
@@ -61,6 +62,8 @@ pub struct PgStore {
     replica: Arc<str>,
     lease_ms: i64,
     changes: broadcast::Sender<Change>,
+    /// Event appends, committed in batches.
+    appender: batch::Appender,
     /// Stops the listener and the lease renewal with the last clone.
     _tasks: Arc<DropGuard>,
 }
@@ -110,11 +113,13 @@ impl PgStore {
             lease,
             stop.clone(),
         ));
+        let appender = batch::Appender::start(pool.clone(), stop.clone());
         Ok(Self {
             pool,
             replica,
             lease_ms,
             changes,
+            appender,
             _tasks: Arc::new(stop.drop_guard()),
         })
     }

@@ -305,11 +305,7 @@ impl RunStore for PgStore {
         if events.is_empty() {
             return Ok(0);
         }
-        let first: Option<i64> = sqlx::query_scalar("SELECT agwire_append($1, $2)")
-            .bind(task_id)
-            .bind(&events)
-            .fetch_one(&self.pool)
-            .await?;
+        let first = self.appender.append(task_id, events).await?;
         match first {
             Some(first) => Ok(u64::try_from(first).unwrap_or(0)),
             None => Err(Error::Conflict(format!("run {task_id} is not running"))),
