@@ -11,6 +11,7 @@
 
 mod postgres;
 mod prepared;
+mod records;
 mod sqlite;
 
 use std::fmt;

@@ -1,0 +1,304 @@
+//! The record stores every backend writes with the same SQL (threads,
+//! profiles, calendars, jobs): one text, instantiated for each backend's
+//! store and row type. Placeholders are `$n`, which SQLite reads too.
+
+/// Implements `ThreadStore`, `ProfileStore`, `CalendarStore` and `JobStore`
+/// for a backend store with a `pool` field.
+macro_rules! shared_records {
+    ($store:ty, $row:ty) => {
+        #[async_trait]
+        impl ThreadStore for $store {
+            async fn thread_owner(&self, thread_id: &str) -> Result<Option<String>, Error> {
+                Ok(
+                    sqlx::query_scalar("SELECT user_id FROM threads WHERE id = $1")
+                        .bind(thread_id)
+                        .fetch_optional(&self.pool)
+                        .await?,
+                )
+            }
+
+            async fn latest_thread(&self, user: &str) -> Result<Option<String>, Error> {
+                Ok(sqlx::query_scalar("SELECT id FROM threads WHERE user_id = $1 ORDER BY last_active_at DESC, created_at DESC LIMIT 1",
+                )
+                .bind(user)
+                .fetch_optional(&self.pool)
+                .await?)
+            }
+
+            async fn thread_messages(
+                &self,
+                thread_id: &str,
+                roles: &[&str],
+            ) -> Result<Vec<StoredMessage>, Error> {
+                let rows = sqlx::query("SELECT seq, role, body, created_at, ui_schema FROM messages WHERE thread_id = $1 ORDER BY seq",
+                )
+                .bind(thread_id)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter()
+                    .filter(|row| roles.contains(&row.get::<String, _>("role").as_str()))
+                    .map(|row| {
+                        let body: String = row.get("body");
+                        Ok(StoredMessage {
+                            seq: row.get("seq"),
+                            message: serde_json::from_str(&body)?,
+                            created_at: row.get("created_at"),
+                            ui_schema: row
+                                .get::<Option<String>, _>("ui_schema")
+                                .and_then(|u| serde_json::from_str(&u).ok()),
+                        })
+                    })
+                    .collect()
+            }
+        }
+
+        #[async_trait]
+        impl ProfileStore for $store {
+            async fn settings(
+                &self,
+                user: &str,
+            ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
+                let text: Option<String> = sqlx::query_scalar("SELECT settings FROM users WHERE id = $1")
+                    .bind(user)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                Ok(match text {
+                    Some(text) => serde_json::from_str(&text)?,
+                    None => serde_json::Map::new(),
+                })
+            }
+
+            async fn set_settings(
+                &self,
+                user: &str,
+                settings: &serde_json::Map<String, serde_json::Value>,
+                now_ms: i64,
+            ) -> Result<(), Error> {
+                sqlx::query(
+                    "INSERT INTO users (id, settings, updated_at) VALUES ($1, $2, $3) \
+                     ON CONFLICT (id) DO UPDATE SET settings = $2, updated_at = $3",
+                )
+                .bind(user)
+                .bind(serde_json::to_string(settings)?)
+                .bind(now_ms)
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+        }
+
+        #[async_trait]
+        impl CalendarStore for $store {
+            async fn put_calendar_event(&self, event: &CalendarEvent, now_ms: i64) -> Result<bool, Error> {
+                let result = sqlx::query("INSERT INTO calendar_events (id, user_id, title, start_ms, end_ms, timezone, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+                     ON CONFLICT (id) DO UPDATE SET title = $3, start_ms = $4, end_ms = $5, timezone = $6, updated_at = $7 \
+                     WHERE calendar_events.user_id = EXCLUDED.user_id",
+                )
+                .bind(&event.id)
+                .bind(&event.user_id)
+                .bind(&event.title)
+                .bind(event.start_ms)
+                .bind(event.end_ms)
+                .bind(&event.timezone)
+                .bind(now_ms)
+                .execute(&self.pool)
+                .await?;
+                Ok(result.rows_affected() == 1)
+            }
+
+            async fn calendar_event(&self, user: &str, id: &str) -> Result<Option<CalendarEvent>, Error> {
+                let row = sqlx::query("SELECT id, user_id, title, start_ms, end_ms, timezone FROM calendar_events WHERE user_id = $1 AND id = $2",
+                )
+                .bind(user)
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+                Ok(row.as_ref().map(calendar_event))
+            }
+
+            async fn delete_calendar_event(&self, user: &str, id: &str) -> Result<bool, Error> {
+                let result = sqlx::query("DELETE FROM calendar_events WHERE user_id = $1 AND id = $2")
+                    .bind(user)
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(result.rows_affected() == 1)
+            }
+
+            async fn calendar_events(
+                &self,
+                user: &str,
+                from_ms: i64,
+                to_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<CalendarEvent>, Error> {
+                let rows = sqlx::query(
+                    "SELECT id, user_id, title, start_ms, end_ms, timezone FROM calendar_events \
+                     WHERE user_id = $1 AND start_ms < $2 AND end_ms > $3 ORDER BY start_ms, id LIMIT $4",
+                )
+                .bind(user)
+                .bind(to_ms)
+                .bind(from_ms)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(rows.iter().map(calendar_event).collect())
+            }
+        }
+
+        fn calendar_event(row: &$row) -> CalendarEvent {
+            CalendarEvent {
+                id: row.get("id"),
+                user_id: row.get("user_id"),
+                title: row.get("title"),
+                start_ms: row.get("start_ms"),
+                end_ms: row.get("end_ms"),
+                timezone: row.get("timezone"),
+            }
+        }
+
+        const JOB_COLUMNS: &str = "id, user_id, name, schedule, timezone, prompt, config, enabled, thread_id, next_run_at, created_at, updated_at";
+
+        fn job(row: &$row) -> JobRecord {
+            JobRecord {
+                id: row.get("id"),
+                user_id: row.get("user_id"),
+                name: row.get("name"),
+                schedule: row.get("schedule"),
+                timezone: row.get("timezone"),
+                prompt: row.get("prompt"),
+                config: row.get("config"),
+                enabled: row.get("enabled"),
+                thread_id: row.get("thread_id"),
+                next_run_at: row.get("next_run_at"),
+                created_at: row.get("created_at"),
+                updated_at: row.get("updated_at"),
+            }
+        }
+
+        #[async_trait]
+        impl JobStore for $store {
+            async fn create_job(&self, job: &JobRecord) -> Result<(), Error> {
+                let mut tx = self.pool.begin().await?;
+                let inserted = sqlx::query(
+                    "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ($1, $2, $3, $3) \
+                     ON CONFLICT (id) DO NOTHING",
+                )
+                .bind(&job.thread_id)
+                .bind(&job.user_id)
+                .bind(job.created_at)
+                .execute(&mut *tx)
+                .await?;
+                if inserted.rows_affected() != 1 {
+                    return Err(Error::Conflict(
+                        "the job's thread id is already in use".into(),
+                    ));
+                }
+                sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO automation_jobs ({JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+                )))
+                .bind(&job.id)
+                .bind(&job.user_id)
+                .bind(&job.name)
+                .bind(&job.schedule)
+                .bind(&job.timezone)
+                .bind(&job.prompt)
+                .bind(&job.config)
+                .bind(job.enabled)
+                .bind(&job.thread_id)
+                .bind(job.next_run_at)
+                .bind(job.created_at)
+                .bind(job.updated_at)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn update_job(&self, job: &JobRecord) -> Result<bool, Error> {
+                let result = sqlx::query("UPDATE automation_jobs SET name = $1, schedule = $2, timezone = $3, prompt = $4, config = $5, \
+                     enabled = $6, next_run_at = $7, updated_at = $8 WHERE id = $9 AND user_id = $10",
+                )
+                .bind(&job.name)
+                .bind(&job.schedule)
+                .bind(&job.timezone)
+                .bind(&job.prompt)
+                .bind(&job.config)
+                .bind(job.enabled)
+                .bind(job.next_run_at)
+                .bind(job.updated_at)
+                .bind(&job.id)
+                .bind(&job.user_id)
+                .execute(&self.pool)
+                .await?;
+                Ok(result.rows_affected() == 1)
+            }
+
+            async fn job(&self, user: &str, id: &str) -> Result<Option<JobRecord>, Error> {
+                let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE user_id = $1 AND id = $2"
+                )))
+                .bind(user)
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+                Ok(row.as_ref().map(job))
+            }
+
+            async fn job_of_thread(&self, user: &str, thread_id: &str) -> Result<Option<JobRecord>, Error> {
+                let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE user_id = $1 AND thread_id = $2"
+                )))
+                .bind(user)
+                .bind(thread_id)
+                .fetch_optional(&self.pool)
+                .await?;
+                Ok(row.as_ref().map(job))
+            }
+
+            async fn jobs(&self, user: &str) -> Result<Vec<JobRecord>, Error> {
+                let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE user_id = $1 ORDER BY created_at, id"
+                )))
+                .bind(user)
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(rows.iter().map(job).collect())
+            }
+
+            async fn delete_job(&self, user: &str, id: &str) -> Result<bool, Error> {
+                let result = sqlx::query("DELETE FROM automation_jobs WHERE user_id = $1 AND id = $2")
+                    .bind(user)
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(result.rows_affected() == 1)
+            }
+
+            async fn due_jobs(&self, now_ms: i64, limit: u32) -> Result<Vec<JobRecord>, Error> {
+                let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE enabled AND next_run_at <= $1 \
+                     ORDER BY next_run_at LIMIT $2"
+                )))
+                .bind(now_ms)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(rows.iter().map(job).collect())
+            }
+
+            async fn advance_job(&self, id: &str, due: i64, next: Option<i64>) -> Result<bool, Error> {
+                let result = sqlx::query("UPDATE automation_jobs SET next_run_at = $1 WHERE id = $2 AND next_run_at = $3 AND enabled",
+                )
+                .bind(next)
+                .bind(id)
+                .bind(due)
+                .execute(&self.pool)
+                .await?;
+                Ok(result.rows_affected() == 1)
+            }
+        }
+    };
+}
+
+pub(super) use shared_records;
