@@ -302,3 +302,82 @@ macro_rules! shared_records {
 }
 
 pub(super) use shared_records;
+
+/// The run reads both backends answer with the same SQL, as inherent
+/// methods their `RunStore` impls call (`RUN_COLUMNS` and `record` come
+/// with them).
+macro_rules! shared_run_reads {
+    ($store:ty, $row:ty) => {
+        const RUN_COLUMNS: &str = "task_id, user_id, thread_id, run_id, status, error, usage, created_at, started_at, finished_at";
+
+        fn record(row: &$row) -> Result<RunRecord, Error> {
+            Ok(RunRecord {
+                task_id: row.try_get("task_id")?,
+                user_id: row.try_get("user_id")?,
+                thread_id: row.try_get("thread_id")?,
+                run_id: row.try_get("run_id")?,
+                status: row.try_get::<String, _>("status")?.parse()?,
+                error: row.try_get("error")?,
+                usage: row.try_get("usage")?,
+                created_at: row.try_get("created_at")?,
+                started_at: row.try_get("started_at")?,
+                finished_at: row.try_get("finished_at")?,
+            })
+        }
+
+        impl $store {
+            async fn read_events_after(
+                &self,
+                task_id: &str,
+                after: u64,
+            ) -> Result<Vec<(u64, Event)>, Error> {
+                let rows = sqlx::query(
+                    "SELECT seq, event FROM run_events WHERE task_id = $1 AND seq > $2 ORDER BY seq",
+                )
+                .bind(task_id)
+                .bind(i64::try_from(after).unwrap_or(i64::MAX))
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter()
+                    .map(|row| {
+                        let seq: i64 = row.try_get("seq")?;
+                        let text: String = row.try_get("event")?;
+                        let event = Event::from_json(&text)?.value;
+                        Ok((u64::try_from(seq).unwrap_or(0), event))
+                    })
+                    .collect()
+            }
+
+            async fn read_run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
+                let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE user_id = $1 AND run_id = $2"
+                )))
+                .bind(user)
+                .bind(run_id)
+                .fetch_optional(&self.pool)
+                .await?;
+                row.as_ref().map(record).transpose()
+            }
+
+            async fn read_run_status(&self, task_id: &str) -> Result<Option<RunStatus>, Error> {
+                let status: Option<String> =
+                    sqlx::query_scalar("SELECT status FROM runs WHERE task_id = $1")
+                        .bind(task_id)
+                        .fetch_optional(&self.pool)
+                        .await?;
+                status.map(|s| s.parse()).transpose()
+            }
+
+            async fn read_status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {
+                let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM runs GROUP BY status")
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows.iter()
+                    .map(|row| Ok((row.try_get::<String, _>("status")?.parse()?, row.try_get("n")?)))
+                    .collect()
+            }
+        }
+    };
+}
+
+pub(super) use shared_run_reads;

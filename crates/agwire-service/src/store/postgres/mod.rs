@@ -220,11 +220,6 @@ fn redacted(url: &str) -> String {
     }
 }
 
-/// Sequence numbers are `BIGINT`; ours are `u64` (never near either limit).
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,29 +4,12 @@ use agwire_core::Event;
 use async_trait::async_trait;
 use sqlx::{PgConnection, Row};
 
-use super::{DB_NOW_MS, PgStore, notify, to_i64};
+use super::{DB_NOW_MS, PgStore, notify};
 use crate::error::Error;
 use crate::store::prepared::{self, Accept, End, MessageRow};
 use crate::store::{
     Accepted, Change, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, RunStore,
 };
-
-const RUN_COLUMNS: &str = "task_id, user_id, thread_id, run_id, status, error, usage, created_at, started_at, finished_at";
-
-fn record(row: &sqlx::postgres::PgRow) -> Result<RunRecord, Error> {
-    Ok(RunRecord {
-        task_id: row.try_get("task_id")?,
-        user_id: row.try_get("user_id")?,
-        thread_id: row.try_get("thread_id")?,
-        run_id: row.try_get("run_id")?,
-        status: row.try_get::<String, _>("status")?.parse()?,
-        error: row.try_get("error")?,
-        usage: row.try_get("usage")?,
-        created_at: row.try_get("created_at")?,
-        started_at: row.try_get("started_at")?,
-        finished_at: row.try_get("finished_at")?,
-    })
-}
 
 /// Whether an error is PostgreSQL refusing a duplicate key.
 fn is_unique_violation(error: &sqlx::Error) -> bool {
@@ -370,41 +353,15 @@ impl RunStore for PgStore {
     }
 
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<(u64, Event)>, Error> {
-        let rows = sqlx::query(
-            "SELECT seq, event FROM run_events WHERE task_id = $1 AND seq > $2 ORDER BY seq",
-        )
-        .bind(task_id)
-        .bind(to_i64(after))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let seq: i64 = row.try_get("seq")?;
-                let text: String = row.try_get("event")?;
-                let event = Event::from_json(&text)?.value;
-                Ok((u64::try_from(seq).unwrap_or(0), event))
-            })
-            .collect()
+        self.read_events_after(task_id, after).await
     }
 
     async fn run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE user_id = $1 AND run_id = $2"
-        )))
-        .bind(user)
-        .bind(run_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(record).transpose()
+        self.read_run(user, run_id).await
     }
 
     async fn run_status(&self, task_id: &str) -> Result<Option<RunStatus>, Error> {
-        let status: Option<String> =
-            sqlx::query_scalar("SELECT status FROM runs WHERE task_id = $1")
-                .bind(task_id)
-                .fetch_optional(&self.pool)
-                .await?;
-        status.map(|s| s.parse()).transpose()
+        self.read_run_status(task_id).await
     }
 
     async fn interrupted_runs(&self) -> Result<Vec<RunRecord>, Error> {
@@ -437,17 +394,7 @@ impl RunStore for PgStore {
     }
 
     async fn status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {
-        let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM runs GROUP BY status")
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|row| {
-                Ok((
-                    row.try_get::<String, _>("status")?.parse()?,
-                    row.try_get("n")?,
-                ))
-            })
-            .collect()
+        self.read_status_counts().await
     }
 
     async fn thread_runs(&self, thread_id: &str, limit: u32) -> Result<Vec<RunRecord>, Error> {
@@ -462,3 +409,5 @@ impl RunStore for PgStore {
         rows.iter().map(record).collect()
     }
 }
+
+crate::store::records::shared_run_reads!(PgStore, sqlx::postgres::PgRow);

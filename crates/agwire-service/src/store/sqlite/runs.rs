@@ -9,23 +9,6 @@ use super::write;
 use crate::error::Error;
 use crate::store::{Accepted, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, RunStore};
 
-const RUN_COLUMNS: &str = "task_id, user_id, thread_id, run_id, status, error, usage, created_at, started_at, finished_at";
-
-fn record(row: &sqlx::sqlite::SqliteRow) -> Result<RunRecord, Error> {
-    Ok(RunRecord {
-        task_id: row.get("task_id"),
-        user_id: row.get("user_id"),
-        thread_id: row.get("thread_id"),
-        run_id: row.get("run_id"),
-        status: row.get::<String, _>("status").parse()?,
-        error: row.get("error"),
-        usage: row.get("usage"),
-        created_at: row.get("created_at"),
-        started_at: row.get("started_at"),
-        finished_at: row.get("finished_at"),
-    })
-}
-
 #[async_trait]
 impl RunStore for SqliteStore {
     async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error> {
@@ -87,41 +70,15 @@ impl RunStore for SqliteStore {
     }
 
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<(u64, Event)>, Error> {
-        let rows = sqlx::query(
-            "SELECT seq, event FROM run_events WHERE task_id = ? AND seq > ? ORDER BY seq",
-        )
-        .bind(task_id)
-        .bind(i64::try_from(after).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let seq: i64 = row.get("seq");
-                let text: String = row.get("event");
-                let event = Event::from_json(&text)?.value;
-                Ok((u64::try_from(seq).unwrap_or(0), event))
-            })
-            .collect()
+        self.read_events_after(task_id, after).await
     }
 
     async fn run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE user_id = ? AND run_id = ?"
-        )))
-        .bind(user)
-        .bind(run_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(record).transpose()
+        self.read_run(user, run_id).await
     }
 
     async fn run_status(&self, task_id: &str) -> Result<Option<RunStatus>, Error> {
-        let status: Option<String> =
-            sqlx::query_scalar("SELECT status FROM runs WHERE task_id = ?")
-                .bind(task_id)
-                .fetch_optional(&self.pool)
-                .await?;
-        status.map(|s| s.parse()).transpose()
+        self.read_run_status(task_id).await
     }
 
     async fn interrupted_runs(&self) -> Result<Vec<RunRecord>, Error> {
@@ -147,11 +104,8 @@ impl RunStore for SqliteStore {
     }
 
     async fn status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {
-        let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM runs GROUP BY status")
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|row| Ok((row.get::<String, _>("status").parse()?, row.get("n"))))
-            .collect()
+        self.read_status_counts().await
     }
 }
+
+crate::store::records::shared_run_reads!(SqliteStore, sqlx::sqlite::SqliteRow);
