@@ -790,5 +790,6 @@ fn new_run<'a>(input: &'a agwire_core::RunAgentInput, hash: &'a str, now_ms: i64
         client_time: None,
         admission: Admission::default(),
         now_ms,
+        start: None,
     }
 }

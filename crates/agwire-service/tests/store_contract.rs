@@ -62,6 +62,7 @@ fn new_run<'a>(user: &'a str, input: &'a RunAgentInput, hash: &'a str) -> NewRun
         client_time: None,
         admission: Admission::default(),
         now_ms: 1,
+        start: None,
     }
 }
 
@@ -284,6 +285,103 @@ async fn claims_take_the_oldest_run_of_each_idle_thread_and_waiting_turns_join_i
             ["first", "answer", "second"],
             "{backend}"
         );
+    }
+}
+
+/// The runs an accept's hooks hold as started here: registered and not
+/// forgotten since.
+fn held(registered: &Mutex<Vec<String>>, forgotten: &Mutex<Vec<String>>) -> Vec<String> {
+    let forgotten = forgotten.lock().unwrap();
+    let mut held: Vec<String> = registered
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|task| !forgotten.contains(task))
+        .cloned()
+        .collect();
+    held.sort();
+    held
+}
+
+#[tokio::test]
+async fn an_accept_that_may_start_its_run_starts_it_only_on_an_idle_thread() {
+    use agwire_service::store::StartHere;
+    for (backend, store, _database) in backends().await {
+        let registered = Arc::new(Mutex::new(Vec::new()));
+        let forgotten = Arc::new(Mutex::new(Vec::new()));
+        let (seen, gone) = (registered.clone(), forgotten.clone());
+        let start = StartHere {
+            register: Arc::new(move |task: &str| seen.lock().unwrap().push(task.to_owned())),
+            forget: Arc::new(move |task: &str| gone.lock().unwrap().push(task.to_owned())),
+        };
+        let a = thread();
+        let (a1, a2) = (input(&a, "a1", "first"), input(&a, "a2", "second"));
+        let first = store
+            .accept_run(NewRun {
+                start: Some(&start),
+                ..new_run("alice", &a1, "1")
+            })
+            .await
+            .unwrap();
+        let started = first.started.clone().expect("an idle thread's run starts");
+        assert_eq!(started.task_id, first.task_id, "{backend}");
+        assert_eq!(
+            (started.user_id.as_str(), started.input.run_id.as_str()),
+            ("alice", "a1"),
+            "{backend}"
+        );
+        assert_eq!(
+            held(&registered, &forgotten),
+            std::slice::from_ref(&first.task_id),
+            "{backend}"
+        );
+        // Started means running, as a claim leaves it: nothing to claim, and
+        // its log takes events.
+        assert_eq!(
+            store.run_status(&first.task_id).await.unwrap(),
+            Some(RunStatus::Running),
+            "{backend}"
+        );
+        assert!(claim_all(&*store).await.is_empty(), "{backend}");
+        assert_eq!(
+            store
+                .append_events(&first.task_id, &[run_started(&a, "a1")])
+                .await
+                .unwrap(),
+            1,
+            "{backend}"
+        );
+        // Its message is in the thread at once, as a claimed run's would be.
+        assert_eq!(texts(&*store, &a).await, ["first"], "{backend}");
+        // A run behind it waits, whatever the caller asked; a re-post is a
+        // replay; neither starts anything.
+        let second = store
+            .accept_run(NewRun {
+                start: Some(&start),
+                ..queued_behind("alice", &a2, "2")
+            })
+            .await
+            .unwrap();
+        assert!(second.waiting && second.started.is_none(), "{backend}");
+        let again = store
+            .accept_run(NewRun {
+                start: Some(&start),
+                ..new_run("alice", &a1, "1")
+            })
+            .await
+            .unwrap();
+        assert!(again.replayed && again.started.is_none(), "{backend}");
+        assert_eq!(
+            held(&registered, &forgotten),
+            std::slice::from_ref(&first.task_id),
+            "{backend}"
+        );
+        // The waiting run is claimed when the started one ends.
+        end(&*store, &first.task_id, &finished(&a, "a1"), &[]).await;
+        let next = claim_all(&*store).await;
+        assert_eq!(next.len(), 1, "{backend}");
+        assert_eq!(next[0].task_id, second.task_id, "{backend}");
+        assert_eq!(texts(&*store, &a).await, ["first", "second"], "{backend}");
     }
 }
 

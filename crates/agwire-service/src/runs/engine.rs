@@ -19,7 +19,8 @@ use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::runs::hub::{Hub, Producer};
 use crate::store::{
-    Accepted, Admission, Change, Claimed, Ending, NewRun, RunRecord, RunStatus, Store,
+    Accepted, Admission, Change, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, StartHere,
+    Store,
 };
 use crate::validate::{ClientTime, RuntimeMode};
 
@@ -37,6 +38,16 @@ const FOLLOW_RECHECK: Duration = Duration::from_secs(15);
 
 pub(crate) fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
+}
+
+/// A place among `max_concurrent` held by an accept in flight (given back
+/// when dropped: by then the run executes, or does not start here).
+struct StartPlace(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for StartPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A validated run, ready to be accepted: who asks, what, and what
@@ -73,6 +84,9 @@ pub struct Engine {
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     /// The executions on this process (the drain waits for them).
     executions: TaskTracker,
+    /// Accepts in flight that will start their run here if they can (their
+    /// places among `max_concurrent` are held).
+    starting: Arc<std::sync::atomic::AtomicUsize>,
     /// Wakes the dispatcher: a run was accepted, or one ended.
     dispatch: Arc<tokio::sync::Notify>,
     /// Shutting down: no new runs.
@@ -106,6 +120,7 @@ impl Engine {
             shutdown: CancellationToken::new(),
             running: Arc::default(),
             executions: TaskTracker::new(),
+            starting: Arc::default(),
             dispatch: Arc::default(),
             draining: Arc::default(),
             stop: CancellationToken::new(),
@@ -263,28 +278,17 @@ impl Engine {
             if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
                 return;
             }
-            // Each claimed run's cancel token is registered before the claim
-            // commits: a cancel that sees the run `running` finds it.
-            let (running, shutdown) = (self.running.clone(), self.shutdown.clone());
-            let register: crate::store::OnClaim = Arc::new(move |task_id: &str| {
-                if let Ok(mut running) = running.lock() {
-                    running.insert(task_id.to_owned(), shutdown.child_token());
-                }
-            });
-            let running = self.running.clone();
-            let forget: crate::store::OnClaim = Arc::new(move |task_id: &str| {
-                if let Ok(mut running) = running.lock() {
-                    running.remove(task_id);
-                }
-            });
-            let room = self.max_concurrent.saturating_sub(self.running());
+            let hooks = self.claim_hooks();
+            let room = self
+                .max_concurrent
+                .saturating_sub(self.running() + self.starting());
             let limit = CLAIM_BATCH.min(u32::try_from(room).unwrap_or(u32::MAX));
             let claim = async {
                 if limit == 0 {
                     return Ok(Vec::new());
                 }
                 self.store
-                    .claim_runnable(limit, now_ms(), register, forget)
+                    .claim_runnable(limit, now_ms(), hooks.register, hooks.forget)
                     .await
             };
             match claim.await {
@@ -305,6 +309,39 @@ impl Engine {
                 () = self.stop.cancelled() => return,
             }
         }
+    }
+
+    /// What registers a run taken for execution here (its cancel token,
+    /// before the taking commits: a cancel that sees the run `running` finds
+    /// it), and forgets it if that commit fails.
+    fn claim_hooks(&self) -> StartHere {
+        let (running, shutdown) = (self.running.clone(), self.shutdown.clone());
+        let register: OnClaim = Arc::new(move |task_id: &str| {
+            if let Ok(mut running) = running.lock() {
+                running.insert(task_id.to_owned(), shutdown.child_token());
+            }
+        });
+        let running = self.running.clone();
+        let forget: OnClaim = Arc::new(move |task_id: &str| {
+            if let Ok(mut running) = running.lock() {
+                running.remove(task_id);
+            }
+        });
+        StartHere { register, forget }
+    }
+
+    /// Accepts that hold a place to start their run here.
+    fn starting(&self) -> usize {
+        self.starting.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Holds a place among `max_concurrent` for a run about to be accepted,
+    /// if there is one.
+    fn hold_start(&self) -> Option<StartPlace> {
+        use std::sync::atomic::Ordering;
+        let held = self.starting.fetch_add(1, Ordering::SeqCst) + 1;
+        let place = StartPlace(self.starting.clone());
+        (self.running() + held <= self.max_concurrent).then_some(place)
     }
 
     /// Ends the runs a dead replica abandoned (their lease ran out).
@@ -648,7 +685,9 @@ impl Engine {
     }
 
     /// Stores an accepted run and hands it to the engine (it executes as
-    /// soon as its thread is free).
+    /// soon as its thread is free: at once, started by the accept itself,
+    /// when this process has room). The answer's `started` is always `None`:
+    /// the engine took the run.
     ///
     /// The write and the hand-off happen on a task of their own: a client
     /// that goes away mid-request cannot leave a committed run behind that
@@ -662,7 +701,11 @@ impl Engine {
         let engine = self.clone();
         tokio::spawn(async move {
             let fingerprint = serde_json::to_string(&run.input)?;
-            let accepted = engine
+            // With room here, a run whose thread is idle starts with its
+            // accept: one write, no trip through the queue.
+            let place = engine.hold_start();
+            let start = place.as_ref().map(|_| engine.claim_hooks());
+            let mut accepted = engine
                 .store
                 .accept_run(NewRun {
                     user: &run.user,
@@ -672,12 +715,18 @@ impl Engine {
                     client_time: run.client_time.as_ref(),
                     admission: run.admission,
                     now_ms: now_ms(),
+                    start: start.as_ref(),
                 })
                 .await?;
             if !accepted.replayed {
                 engine.metrics.run_accepted();
-                engine.dispatch.notify_one();
             }
+            match accepted.started.take() {
+                Some(run) => engine.spawn_execution(run),
+                None if !accepted.replayed => engine.dispatch.notify_one(),
+                None => {}
+            }
+            drop(place);
             Ok(accepted)
         })
         .await

@@ -125,10 +125,31 @@ pub struct NewRun<'a> {
     pub admission: Admission,
     /// When (ms since the epoch).
     pub now_ms: i64,
+    /// Take the run for execution in the same write when it can start at
+    /// once (see [`RunStore::accept_run`]).
+    pub start: Option<&'a StartHere>,
+}
+
+/// How the accepting process takes a run it can execute at once: the claim
+/// is part of the accept, so a run that starts right away costs one write,
+/// not two (and no search of the queue).
+#[derive(Clone)]
+pub struct StartHere {
+    /// Called with the started run's task id before the write commits (a
+    /// cancel that sees the run `running` finds it).
+    pub register: OnClaim,
+    /// Called with it if that commit then fails.
+    pub forget: OnClaim,
+}
+
+impl std::fmt::Debug for StartHere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StartHere").finish_non_exhaustive()
+    }
 }
 
 /// The answer to an accepted run (`TaskAcceptedResponse`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Accepted {
     /// The task (this service's id for the run).
     pub task_id: String,
@@ -143,6 +164,9 @@ pub struct Accepted {
     /// Whether the run waits behind the thread's active run (it starts when
     /// that one ends).
     pub waiting: bool,
+    /// The run, taken for execution by the caller in the same write (asked
+    /// for with [`NewRun::start`], when its thread was idle).
+    pub started: Option<Claimed>,
 }
 
 /// A run taken for execution by [`RunStore::claim_runnable`]: everything the
@@ -232,7 +256,10 @@ pub trait RunStore: Send + Sync {
     /// `admission.enqueue`, the run is accepted as waiting and its messages
     /// are kept aside until it is claimed, so a thread reads in the order its
     /// turns ran. Two accepts racing on one idle thread never both find it
-    /// idle.
+    /// idle. With `run.start`, a run that can start at once (not waiting) is
+    /// also taken for execution in the same write — `running`, exactly as
+    /// [`RunStore::claim_runnable`] would leave it — and returned in
+    /// `started`; `start.register` sees its task id before the commit.
     async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error>;
 
     /// Takes up to `limit` runs for execution (`queued` → `running`), each the

@@ -20,6 +20,8 @@ pub(in crate::store) fn row(message: &Message) -> Result<MessageRow, Error> {
 
 /// A validated run, prepared for the writer.
 pub(in crate::store) struct Accept {
+    /// The new run's task id (unused when the accept turns out a replay).
+    pub(in crate::store) task_id: String,
     pub(in crate::store) user: String,
     pub(in crate::store) thread_id: String,
     pub(in crate::store) run_id: String,
@@ -34,6 +36,9 @@ pub(in crate::store) struct Accept {
     /// The same, as the `pending_messages` document of a run that waits.
     pub(in crate::store) pending: String,
     pub(in crate::store) now_ms: i64,
+    /// The run as its executor takes it, when the caller asked to start it
+    /// (`NewRun::start`) — used if it does not wait.
+    pub(in crate::store) start: Option<crate::store::Claimed>,
 }
 
 impl Accept {
@@ -61,7 +66,16 @@ impl Accept {
         // reuse ids, and its message must never be dropped.
         let dedupe = run.admission.whole_history;
         let pending = serde_json::json!({"dedupe": dedupe, "messages": candidates}).to_string();
+        let task_id = uuid::Uuid::now_v7().to_string();
+        let start = run.start.map(|_| crate::store::Claimed {
+            task_id: task_id.clone(),
+            user_id: run.user.to_owned(),
+            input: input.clone(),
+            mode: run.mode,
+            client_time: run.client_time.cloned(),
+        });
         Ok(Self {
+            task_id,
             user: run.user.to_owned(),
             thread_id: input.thread_id.clone(),
             run_id: input.run_id.clone(),
@@ -74,6 +88,7 @@ impl Accept {
             candidates: candidates.into_iter().map(row).collect::<Result<_, _>>()?,
             pending,
             now_ms: run.now_ms,
+            start,
         })
     }
 }

@@ -191,21 +191,20 @@ async fn claim(
     Ok(claimed)
 }
 
-#[async_trait]
-impl RunStore for PgStore {
-    async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error> {
-        let run = Accept::prepare(&run)?;
-        let task_id = uuid::Uuid::now_v7().to_string();
+impl PgStore {
+    /// `agwire_accept` for a prepared run (started here when `run.start`).
+    async fn accept(&self, run: &Accept) -> Result<Accepted, Error> {
         let (ids, roles, bodies) = columns(&run.candidates);
+        let owner = run.start.as_ref().map(|_| &*self.replica);
         // Two first posts of one (user, runId) can race past the lookup; the
         // loser's insert breaks the unique key (and writes nothing), and its
         // second attempt finds the winner's run (a replay, or a conflict).
         for attempt in 0..2 {
             let answer = sqlx::query(
                 "SELECT outcome, task_id, created, waiting FROM agwire_accept(\
-                 $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                 $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
             )
-            .bind(&task_id)
+            .bind(&run.task_id)
             .bind(&run.user)
             .bind(&run.thread_id)
             .bind(&run.run_id)
@@ -220,6 +219,8 @@ impl RunStore for PgStore {
             .bind(&bodies)
             .bind(&run.pending)
             .bind(run.now_ms)
+            .bind(owner)
+            .bind(self.lease_ms)
             .fetch_one(&self.pool)
             .await;
             let row = match answer {
@@ -228,7 +229,7 @@ impl RunStore for PgStore {
                 Err(error) => return Err(error.into()),
             };
             let outcome: String = row.try_get("outcome")?;
-            let accepted = |replayed| -> Result<Accepted, Error> {
+            let accepted = |replayed, started| -> Result<Accepted, Error> {
                 Ok(Accepted {
                     task_id: row.try_get("task_id")?,
                     thread_id: run.thread_id.clone(),
@@ -236,11 +237,13 @@ impl RunStore for PgStore {
                     created: row.try_get("created")?,
                     replayed,
                     waiting: row.try_get("waiting")?,
+                    started,
                 })
             };
             return match outcome.as_str() {
-                "accepted" => accepted(false),
-                "replayed" => accepted(true),
+                "accepted" => accepted(false, None),
+                "started" => accepted(false, run.start.clone()),
+                "replayed" => accepted(true, None),
                 "conflict" => Err(Error::Conflict(format!(
                     "runId '{}' was already used with a different request",
                     run.run_id
@@ -256,6 +259,25 @@ impl RunStore for PgStore {
             "runId '{}' is being accepted by another request",
             run.run_id
         )))
+    }
+}
+
+#[async_trait]
+impl RunStore for PgStore {
+    async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error> {
+        let start = run.start.cloned();
+        let run = Accept::prepare(&run)?;
+        let Some(start) = start else {
+            return self.accept(&run).await;
+        };
+        // Registered before the write; forgotten unless the write started
+        // the run (it waits, was a replay, was refused, or failed).
+        (start.register)(&run.task_id);
+        let accepted = self.accept(&run).await;
+        if !accepted.as_ref().is_ok_and(|a| a.started.is_some()) {
+            (start.forget)(&run.task_id);
+        }
+        accepted
     }
 
     async fn claim_runnable(

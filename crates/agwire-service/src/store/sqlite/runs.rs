@@ -13,7 +13,28 @@ use crate::store::{Accepted, Claimed, Ending, NewRun, OnClaim, RunRecord, RunSta
 impl RunStore for SqliteStore {
     async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error> {
         let accept = crate::store::prepared::Accept::prepare(&run)?;
-        self.writer.call(move |tx| accept.run(tx)).await
+        let Some(start) = run.start.cloned() else {
+            return self.writer.call(move |tx| accept.run(tx)).await;
+        };
+        let forget = start.forget;
+        let undo = Box::new(move |accepted: &Accepted| {
+            if let Some(run) = &accepted.started {
+                forget(&run.task_id);
+            }
+        });
+        let register = start.register;
+        self.writer
+            .call_or_undo(
+                move |tx| {
+                    let accepted = accept.run(tx)?;
+                    if let Some(run) = &accepted.started {
+                        register(&run.task_id);
+                    }
+                    Ok(accepted)
+                },
+                Some(undo),
+            )
+            .await
     }
 
     async fn claim_runnable(

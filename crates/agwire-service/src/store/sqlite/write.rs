@@ -40,6 +40,7 @@ impl Accept {
                 created: created != 0,
                 replayed: true,
                 waiting: false,
+                started: None,
             });
         }
         let owner: Option<String> = tx
@@ -85,11 +86,12 @@ impl Accept {
             )?;
             None
         };
-        let task_id = uuid::Uuid::now_v7().to_string();
+        let started = self.start.filter(|_| !waiting);
+        let task_id = self.task_id;
         tx.prepare_cached(
             "INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, \
-             input, created_at, pending_messages, runtime_mode, client_time) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?8, ?9, ?10, ?11)",
+             input, created_at, pending_messages, runtime_mode, client_time, started_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?
         .execute(params![
             task_id,
@@ -98,11 +100,13 @@ impl Accept {
             self.run_id,
             self.request_hash,
             i64::from(created),
+            if started.is_some() { "running" } else { "queued" },
             self.input_json,
             self.now_ms,
             pending,
             self.mode,
             self.client_time,
+            started.as_ref().map(|_| self.now_ms),
         ])?;
         if !created {
             tx.prepare_cached("UPDATE threads SET last_active_at = ?1 WHERE id = ?2")?
@@ -115,6 +119,7 @@ impl Accept {
             created,
             replayed: false,
             waiting,
+            started,
         })
     }
 }
