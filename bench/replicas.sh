@@ -9,13 +9,15 @@
 #
 # With two replicas, one wrk per replica takes half the connections (a
 # load balancer's round-robin) and their rates are summed. Scaling on this
-# 2-core machine: the "pinned" rows run each replica on a core of its own
-# (taskset), one replica on core 0 against two on cores 0 and 1; wrk and
-# PostgreSQL float over both cores in every row, so they compete with the
-# replicas — the ratio is a lower bound of what replicas with cores of their
-# own would give.
+# 2-core machine: on two cores shared with PostgreSQL and wrk, a second
+# replica adds no CPU, so the "quota" rows give each replica a CPU budget of
+# its own — QUOTA% of one core (default 20), a cgroup's CPU quota — small
+# enough that the replicas, not PostgreSQL or wrk, are what limits: one
+# replica against two, as replicas on machines of their own would be.
+# (Without a writable cgroup CPU controller those rows are skipped, said.)
 #
 # Usage: bench/replicas.sh [seconds per wrk run (10)] [connections (16)]
+# QUOTA: each replica's share of one core in the quota rows (20).
 # AGWIRE_BENCH_PG_URL: a PostgreSQL server to create databases on
 # (default postgres://postgres@127.0.0.1:5432/postgres).
 set -euo pipefail
@@ -29,7 +31,7 @@ BIN=./target/release/agwire
 WORK=$(mktemp -d)
 # Replicas' pids and the benchmark's databases, one per line (written from
 # the subshells that start them).
-touch "$WORK/pids" "$WORK/dbs"
+touch "$WORK/pids" "$WORK/dbs" "$WORK/cgroups"
 stop_all() {
   while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$WORK/pids"
   while read -r pid; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done < "$WORK/pids"
@@ -38,6 +40,7 @@ stop_all() {
 cleanup() {
   stop_all
   while read -r db; do psql "$PG" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true; done < "$WORK/dbs"
+  while read -r cg; do rmdir "$cg" 2>/dev/null || true; done < "$WORK/cgroups"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -50,13 +53,42 @@ database() {
   echo "${PG%/*}/$name"
 }
 
-# Starts a replica (args: cpu or "-", then serve's extra args); prints its address.
+# Starts a replica (args: serve's extra args); prints its address.
 replica() {
-  local cpu=$1; shift
   local dir; dir=$(mktemp -d -p "$WORK")
-  local pin=()
-  [ "$cpu" = "-" ] || pin=(taskset -c "$cpu")
-  RUST_LOG=error "${pin[@]}" "$BIN" serve --addr 127.0.0.1:0 --data-dir "$dir" "$@" > "$dir/out" &
+  RUST_LOG=error "$BIN" serve --addr 127.0.0.1:0 --data-dir "$dir" "$@" > "$dir/out" &
+  echo $! >> "$WORK/pids"
+  for _ in $(seq 200); do grep -q listening "$dir/out" 2>/dev/null && break; sleep 0.05; done
+  sed -n 's/^listening http:\/\///p' "$dir/out"
+}
+
+# The cgroup CPU controller: v1's directory, or v2's root when it delegates
+# `cpu`; empty when neither is writable.
+CGROUP_CPU=""
+if [ -w /sys/fs/cgroup/cpu ] && [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+  CGROUP_CPU=v1
+elif [ -w /sys/fs/cgroup ] && grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+  CGROUP_CPU=v2
+fi
+
+# Starts a replica limited to $1% of one core (a cgroup of its own), then
+# serve's extra args; prints its address.
+replica_quota() {
+  local quota=$1; shift
+  local dir; dir=$(mktemp -d -p "$WORK")
+  local cg
+  if [ "$CGROUP_CPU" = v1 ]; then
+    cg=/sys/fs/cgroup/cpu/agwire-bench-$$-$RANDOM
+    mkdir "$cg"; echo "$cg" >> "$WORK/cgroups"
+    echo $(( quota * 1000 )) > "$cg/cpu.cfs_quota_us"
+  else
+    cg=/sys/fs/cgroup/agwire-bench-$$-$RANDOM
+    mkdir "$cg"; echo "$cg" >> "$WORK/cgroups"
+    echo "$(( quota * 1000 )) 100000" > "$cg/cpu.max"
+  fi
+  # The shell joins the cgroup, then becomes the replica.
+  RUST_LOG=error sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$cg" \
+    "$BIN" serve --addr 127.0.0.1:0 --data-dir "$dir" "$@" > "$dir/out" &
   echo $! >> "$WORK/pids"
   for _ in $(seq 200); do grep -q listening "$dir/out" 2>/dev/null && break; sleep 0.05; done
   sed -n 's/^listening http:\/\///p' "$dir/out"
@@ -103,21 +135,26 @@ row() {
 
 printf 'agwire serve, wrk -c%s for %ss per figure (router+worker pipeline on the scripted model)\n' "$CONNS" "$SECS"
 printf '  %-44s %10s %10s\n' "" "accepted/s" "e2e runs/s"
-a=$(replica -)
+a=$(replica)
 row "SQLite, 1 process" "$a"
 stop_all
-url=$(database); a=$(replica - --database-url "$url")
+url=$(database); a=$(replica --database-url "$url")
 row "PostgreSQL, 1 replica" "$a"
 stop_all
-url=$(database); a=$(replica - --database-url "$url"); b=$(replica - --database-url "$url")
+url=$(database); a=$(replica --database-url "$url"); b=$(replica --database-url "$url")
 row "PostgreSQL, 2 replicas" "$a" "$b"
 stop_all
-url=$(database); a=$(replica 0 --database-url "$url")
-row "PostgreSQL, 1 replica pinned to core 0" "$a"
-stop_all
-url=$(database); a=$(replica 0 --database-url "$url"); b=$(replica 1 --database-url "$url")
-row "PostgreSQL, 2 replicas pinned to cores 0, 1" "$a" "$b"
-stop_all
+Q=${QUOTA:-20}
+if [ -n "$CGROUP_CPU" ]; then
+  url=$(database); a=$(replica_quota "$Q" --database-url "$url")
+  row "PostgreSQL, 1 replica at $Q% of a core" "$a"
+  stop_all
+  url=$(database); a=$(replica_quota "$Q" --database-url "$url"); b=$(replica_quota "$Q" --database-url "$url")
+  row "PostgreSQL, 2 replicas at $Q% of a core each" "$a" "$b"
+  stop_all
+else
+  echo "  (quota rows skipped: no writable cgroup CPU controller)"
+fi
 
 echo "token latency, provider chunk -> SSE frame (token_latency 5 200):"
 printf '  SQLite:     %s\n' "$(./target/release/token_latency 5 200 | tail -1)"

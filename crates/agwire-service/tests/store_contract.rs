@@ -1096,6 +1096,78 @@ async fn racing_appends_number_a_log_without_gaps() {
 
 /// A run that is not running takes no events (it ended — perhaps ended by a
 /// survivor while its replica was cut off).
+/// Writes of many runs in flight at once (PostgreSQL commits them in
+/// batches): each gets its own answer, and each log its own numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_of_many_runs_at_once_each_get_their_own_answer() {
+    for (backend, store, _database) in backends().await {
+        let mut runs = Vec::new();
+        for i in 0..31 {
+            let t = thread();
+            let input = input(&t, &format!("r{i}"), "hi");
+            let accepted = store
+                .accept_run(new_run("alice", &input, "h"))
+                .await
+                .unwrap();
+            runs.push((t, format!("r{i}"), accepted.task_id));
+        }
+        assert_eq!(claim_all(store.as_ref()).await.len(), 31, "{backend}");
+        // r30 has ended before the others' writes start.
+        let (t30, r30, gone) = runs.pop().unwrap();
+        assert_eq!(
+            end(&*store, &gone, &finished(&t30, &r30), &[]).await,
+            Some(2)
+        );
+        let mut writes = tokio::task::JoinSet::new();
+        for (i, (t, run_id, task)) in runs.iter().cloned().enumerate() {
+            let store = store.clone();
+            writes.spawn(async move {
+                if i < 20 {
+                    let first = store
+                        .append_events(&task, &[run_started(&t, &run_id), text(i)])
+                        .await
+                        .unwrap();
+                    (i, Some(first))
+                } else {
+                    (i, end(&*store, &task, &finished(&t, &run_id), &[]).await)
+                }
+            });
+        }
+        for late in 0..2 {
+            let (store, gone, t30, r30) = (store.clone(), gone.clone(), t30.clone(), r30.clone());
+            writes.spawn(async move {
+                if late == 0 {
+                    let refused = store.append_events(&gone, &[text(99)]).await;
+                    assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
+                    (100, None)
+                } else {
+                    (101, end(&*store, &gone, &finished(&t30, &r30), &[]).await)
+                }
+            });
+        }
+        while let Some(answer) = writes.join_next().await {
+            let (i, number) = answer.unwrap();
+            match i {
+                // A first append; an end of an empty log (RUN_STARTED, then
+                // the terminal event); an end of an ended run.
+                0..20 => assert_eq!(number, Some(1), "{backend} {i}"),
+                20..30 => assert_eq!(number, Some(2), "{backend} {i}"),
+                _ => assert_eq!(number, None, "{backend} {i}"),
+            }
+        }
+        for (i, (_, _, task)) in runs.iter().enumerate() {
+            let log = store.events_after(task, 0).await.unwrap();
+            let seqs: Vec<u64> = log.iter().map(|(seq, _)| *seq).collect();
+            assert_eq!(seqs, [1, 2], "{backend} {i}");
+        }
+        assert_eq!(
+            store.events_after(&gone, 0).await.unwrap().len(),
+            2,
+            "{backend}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn only_a_running_run_takes_events() {
     for (backend, store, _database) in backends().await {
@@ -1245,4 +1317,74 @@ async fn replicas_share_one_url_signing_key() {
     assert!(key.len() >= 32);
     assert_eq!(second.url_signing_key().await.unwrap().unwrap(), key);
     assert_eq!(first.url_signing_key().await.unwrap().unwrap(), key);
+}
+
+/// PostgreSQL: a batch of writes that PostgreSQL undoes (here a real
+/// deadlock with another transaction, which PostgreSQL resolves by undoing
+/// the batch) goes again call by call: every write lands once.
+#[tokio::test(flavor = "current_thread")]
+async fn a_batch_postgresql_undid_goes_again_call_by_call() {
+    use sqlx::{Connection, Executor};
+    let Some(database) = PgDatabase::create().await else {
+        return;
+    };
+    let store = Arc::new(PgStore::connect(&database.url).await.unwrap());
+    let mut tasks = Vec::new();
+    for run_id in ["first", "second"] {
+        let t = thread();
+        let input = input(&t, run_id, "hi");
+        let accepted = store
+            .accept_run(new_run("alice", &input, "h"))
+            .await
+            .unwrap();
+        tasks.push((t, run_id, accepted.task_id));
+    }
+    assert_eq!(claim_all(store.as_ref()).await.len(), 2);
+    // A batch locks its runs in task order: the first, then the second.
+    tasks.sort_by(|a, b| a.2.cmp(&b.2));
+    let (low, high) = (tasks[0].2.clone(), tasks[1].2.clone());
+    let mut other = sqlx::PgConnection::connect(&database.url).await.unwrap();
+    other.execute("BEGIN").await.unwrap();
+    let lock = "SELECT 1 FROM runs WHERE task_id = $1 FOR UPDATE";
+    sqlx::query(lock)
+        .bind(&high)
+        .execute(&mut other)
+        .await
+        .unwrap();
+    // Both appends are sent before the writer runs (one thread): one batch,
+    // which takes the low run and waits for the high one.
+    let appends = tokio::spawn({
+        let (store, tasks) = (store.clone(), tasks.clone());
+        async move {
+            let starts = [
+                [run_started(&tasks[0].0, tasks[0].1)],
+                [run_started(&tasks[1].0, tasks[1].1)],
+            ];
+            let (a, b) = tokio::join!(
+                store.append_events(&tasks[0].2, &starts[0]),
+                store.append_events(&tasks[1].2, &starts[1]),
+            );
+            (a.unwrap(), b.unwrap())
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Now the other transaction waits for the low run: a circle, which
+    // PostgreSQL breaks by undoing the batch (it waited first).
+    sqlx::query(lock)
+        .bind(&low)
+        .execute(&mut other)
+        .await
+        .unwrap();
+    other.execute("ROLLBACK").await.unwrap();
+    assert_eq!(appends.await.unwrap(), (1, 1));
+    for (_, _, task) in &tasks {
+        assert_eq!(store.events_after(task, 0).await.unwrap().len(), 1);
+    }
+    let deadlocks: i64 = sqlx::query_scalar(
+        "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .fetch_one(&mut other)
+    .await
+    .unwrap();
+    assert_eq!(deadlocks, 1, "the batch was undone by a deadlock");
 }

@@ -1,32 +1,118 @@
-//! Group commit on PostgreSQL: the event appends of every run executing on
-//! this replica, gathered while the previous batch commits, go to the
-//! database as one statement and one commit (`agwire_append_many`). Appends
-//! are most of a run's writes; a commit waits for the WAL to reach the disk,
-//! so sharing it is where the throughput is (as the SQLite writer does).
+//! Group commit on PostgreSQL: the event appends and the ends of every run
+//! executing on this replica, gathered while the previous batch commits, go
+//! to the database as one statement and one commit (`agwire_write_many`).
+//! They are most of a run's writes; a commit waits for the WAL to reach the
+//! disk, so sharing it is where the throughput is (as the SQLite writer
+//! does).
 
+use std::collections::HashSet;
+
+use serde_json::json;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
+use crate::store::prepared::End;
 
-/// Most appends one commit carries.
+/// Most writes one commit carries.
 const MAX_BATCH: usize = 256;
 
-/// One run's append, waiting for its batch.
+/// A run's end as `agwire_end` takes it.
+pub(super) struct EndCall {
+    pub(super) task_id: String,
+    pub(super) end: End,
+}
+
+impl EndCall {
+    /// `agwire_end`'s arguments as the object `agwire_write_many` reads.
+    fn to_json(&self) -> serde_json::Value {
+        let end = &self.end;
+        let (answer, schema) = end.ui_schema.as_ref().map(|(a, s)| (a, s)).unzip();
+        json!({
+            "task": self.task_id,
+            "status": end.status.as_str(),
+            "error": end.error,
+            "usage": end.usage,
+            "terminal": end.terminal,
+            "ids": end.output.iter().map(|m| &m.0).collect::<Vec<_>>(),
+            "roles": end.output.iter().map(|m| m.1).collect::<Vec<_>>(),
+            "bodies": end.output.iter().map(|m| &m.2).collect::<Vec<_>>(),
+            "ui_answer": answer,
+            "ui_schema": schema,
+            "now": end.now_ms,
+        })
+    }
+
+    /// `agwire_end` on its own.
+    async fn alone(&self, pool: &PgPool) -> Result<Option<i64>, sqlx::Error> {
+        let end = &self.end;
+        let (answer, schema) = end.ui_schema.as_ref().map(|(a, s)| (a, s)).unzip();
+        sqlx::query_scalar("SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
+            .bind(&self.task_id)
+            .bind(end.status.as_str())
+            .bind(end.error.as_deref())
+            .bind(end.usage.as_deref())
+            .bind(&end.terminal)
+            .bind(end.output.iter().map(|m| m.0.as_str()).collect::<Vec<_>>())
+            .bind(end.output.iter().map(|m| m.1).collect::<Vec<_>>())
+            .bind(end.output.iter().map(|m| m.2.as_str()).collect::<Vec<_>>())
+            .bind(answer)
+            .bind(schema)
+            .bind(end.now_ms)
+            .fetch_one(pool)
+            .await
+    }
+}
+
+/// One write waiting for its batch.
+enum Write {
+    /// Events (as JSON) for a run's log.
+    Append {
+        task_id: String,
+        events: Vec<String>,
+    },
+    /// A run's end.
+    End(EndCall),
+}
+
+impl Write {
+    fn task_id(&self) -> &str {
+        match self {
+            Self::Append { task_id, .. } => task_id,
+            Self::End(call) => &call.task_id,
+        }
+    }
+
+    /// The write on its own (`agwire_append` or `agwire_end`).
+    async fn alone(&self, pool: &PgPool) -> Result<Option<i64>, sqlx::Error> {
+        match self {
+            Self::Append { task_id, events } => {
+                sqlx::query_scalar("SELECT agwire_append($1, $2)")
+                    .bind(task_id)
+                    .bind(events)
+                    .fetch_one(pool)
+                    .await
+            }
+            Self::End(call) => call.alone(pool).await,
+        }
+    }
+}
+
+/// A write and where its answer goes: the number `agwire_append` or
+/// `agwire_end` gives.
 struct Call {
-    task_id: String,
-    events: Vec<String>,
+    write: Write,
     reply: oneshot::Sender<Result<Option<i64>, Error>>,
 }
 
-/// Hands appends to the batching task.
+/// Hands writes to the batching task.
 #[derive(Debug, Clone)]
-pub(super) struct Appender {
+pub(super) struct Writer {
     calls: mpsc::Sender<Call>,
 }
 
-impl Appender {
+impl Writer {
     /// Starts the batching task (it ends with `stop`).
     pub(super) fn start(pool: PgPool, stop: CancellationToken) -> Self {
         let (calls, receiver) = mpsc::channel(4 * MAX_BATCH);
@@ -41,33 +127,74 @@ impl Appender {
         task_id: &str,
         events: Vec<String>,
     ) -> Result<Option<i64>, Error> {
-        let (reply, answer) = oneshot::channel();
-        let call = Call {
+        self.call(Write::Append {
             task_id: task_id.to_owned(),
             events,
-            reply,
-        };
+        })
+        .await
+    }
+
+    /// Ends a run: its terminal event's number, or `None` when it had
+    /// already ended (see `agwire_end`).
+    pub(super) async fn end(&self, call: EndCall) -> Result<Option<i64>, Error> {
+        self.call(Write::End(call)).await
+    }
+
+    async fn call(&self, write: Write) -> Result<Option<i64>, Error> {
+        let (reply, answer) = oneshot::channel();
         let gone = || Error::Unavailable("the store is shutting down".into());
-        self.calls.send(call).await.map_err(|_| gone())?;
+        self.calls
+            .send(Call { write, reply })
+            .await
+            .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
     }
 }
 
 async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Call>, stop: CancellationToken) {
-    let mut calls = Vec::with_capacity(MAX_BATCH);
+    let mut received: Vec<Call> = Vec::with_capacity(MAX_BATCH);
+    // Writes of a run that already has one in the batch wait for the next:
+    // a batch numbers each run's events once.
+    let mut later: Vec<Call> = Vec::new();
     loop {
-        let received = tokio::select! {
-            () = stop.cancelled() => return,
-            received = receiver.recv_many(&mut calls, MAX_BATCH) => received,
-        };
-        if received == 0 {
-            return;
+        if later.is_empty() {
+            let count = tokio::select! {
+                () = stop.cancelled() => return,
+                count = receiver.recv_many(&mut received, MAX_BATCH) => count,
+            };
+            if count == 0 {
+                return;
+            }
+        } else {
+            received.append(&mut later);
+            while received.len() < MAX_BATCH
+                && let Ok(call) = receiver.try_recv()
+            {
+                received.push(call);
+            }
         }
-        let batch = std::mem::take(&mut calls);
+        let mut runs = HashSet::with_capacity(received.len());
+        let mut batch = Vec::with_capacity(received.len());
+        for call in received.drain(..) {
+            if runs.insert(call.write.task_id().to_owned()) {
+                batch.push(call);
+            } else {
+                later.push(call);
+            }
+        }
+        // Appends first, then ends: the order of `agwire_write_many`'s answers.
+        batch.sort_by_key(|call| matches!(call.write, Write::End(_)));
         match commit(&pool, &batch).await {
-            Ok(firsts) => {
-                for (call, first) in batch.into_iter().zip(firsts) {
-                    let _ = call.reply.send(Ok(first));
+            Ok(numbers) if numbers.len() == batch.len() => {
+                for (call, number) in batch.into_iter().zip(numbers) {
+                    let _ = call.reply.send(Ok(number));
+                }
+            }
+            Ok(numbers) => {
+                let error = format!("{} answers to {} writes", numbers.len(), batch.len());
+                tracing::error!(error, "a batch of run writes answered wrongly");
+                for call in batch {
+                    let _ = call.reply.send(Err(Error::Internal(error.clone())));
                 }
             }
             // PostgreSQL undid the statement (a deadlock with another
@@ -75,12 +202,7 @@ async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Call>, stop: Cancellatio
             // each call goes again on its own and only a bad one fails.
             Err(error) if undone(&error) => {
                 for call in batch {
-                    let alone = sqlx::query_scalar("SELECT agwire_append($1, $2)")
-                        .bind(&call.task_id)
-                        .bind(&call.events)
-                        .fetch_one(&pool)
-                        .await
-                        .map_err(Error::from);
+                    let alone = call.write.alone(&pool).await.map_err(Error::from);
                     let _ = call.reply.send(alone);
                 }
             }
@@ -88,10 +210,10 @@ async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Call>, stop: Cancellatio
             // never write twice — the calls fail, and their runs end with an
             // error after what the log holds.
             Err(error) => {
-                tracing::error!(%error, "a batch of event appends failed");
+                tracing::error!(%error, "a batch of run writes failed");
                 for call in batch {
                     let _ = call.reply.send(Err(Error::Unavailable(format!(
-                        "could not append events: {error}"
+                        "could not write to the run log: {error}"
                     ))));
                 }
             }
@@ -108,13 +230,28 @@ fn undone(error: &sqlx::Error) -> bool {
         .is_some_and(|code| code == "40P01" || code == "40001")
 }
 
-/// One batch, one statement: each call's first number, in order.
+/// One batch (appends first, then ends), one statement: each call's number,
+/// in order.
 async fn commit(pool: &PgPool, batch: &[Call]) -> Result<Vec<Option<i64>>, sqlx::Error> {
-    let tasks: Vec<&str> = batch.iter().map(|c| c.task_id.as_str()).collect();
-    let events: Vec<&Vec<String>> = batch.iter().map(|c| &c.events).collect();
-    sqlx::query_scalar("SELECT first FROM agwire_append_many($1, $2) ORDER BY n")
+    let mut tasks: Vec<&str> = Vec::new();
+    let mut events: Vec<&Vec<String>> = Vec::new();
+    let mut ends: Vec<serde_json::Value> = Vec::new();
+    for call in batch {
+        match &call.write {
+            Write::Append {
+                task_id,
+                events: appended,
+            } => {
+                tasks.push(task_id);
+                events.push(appended);
+            }
+            Write::End(end) => ends.push(end.to_json()),
+        }
+    }
+    sqlx::query_scalar("SELECT first FROM agwire_write_many($1, $2, $3) ORDER BY n")
         .bind(&tasks)
         .bind(sqlx::types::Json(&events))
+        .bind(sqlx::types::Json(&ends))
         .fetch_all(pool)
         .await
 }

@@ -63,7 +63,7 @@ pub struct PgStore {
     lease_ms: i64,
     changes: broadcast::Sender<Change>,
     /// Event appends, committed in batches.
-    appender: batch::Appender,
+    writer: batch::Writer,
     /// Stops the listener and the lease renewal with the last clone.
     _tasks: Arc<DropGuard>,
 }
@@ -113,13 +113,13 @@ impl PgStore {
             lease,
             stop.clone(),
         ));
-        let appender = batch::Appender::start(pool.clone(), stop.clone());
+        let writer = batch::Writer::start(pool.clone(), stop.clone());
         Ok(Self {
             pool,
             replica,
             lease_ms,
             changes,
-            appender,
+            writer,
             _tasks: Arc::new(stop.drop_guard()),
         })
     }
@@ -136,25 +136,29 @@ async fn listen(
             () = stop.cancelled() => return,
             received = listener.try_recv() => received,
         };
-        let change = match received {
-            Ok(Some(notification)) => parse(notification.payload()),
+        match received {
+            Ok(Some(notification)) => {
+                for change in notification.payload().lines().filter_map(parse) {
+                    // Nobody listening is not an error.
+                    let _ = changes.send(change);
+                }
+            }
             // The connection was lost (and is re-made on the next call):
             // what was sent meanwhile is gone, so wake whoever waits.
-            Ok(None) => Some(Change::Runnable),
+            Ok(None) => {
+                let _ = changes.send(Change::Runnable);
+            }
             Err(error) => {
                 tracing::warn!(%error, "lost the PostgreSQL notification connection; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                Some(Change::Runnable)
+                let _ = changes.send(Change::Runnable);
             }
-        };
-        if let Some(change) = change {
-            // Nobody listening is not an error.
-            let _ = changes.send(change);
         }
     }
 }
 
-/// A notification's payload: `a <first> <last> <task>`, `c <task>`, `r`.
+/// A line of a notification's payload (a batch's appends share one
+/// notification, a line each): `a <first> <last> <task>`, `c <task>`, `r`.
 fn parse(payload: &str) -> Option<Change> {
     let mut words = payload.split(' ');
     match words.next()? {
@@ -241,6 +245,17 @@ mod tests {
             })
         );
         assert_eq!(parse("r"), Some(Change::Runnable));
+        // A batch's appends: one notification, a line each.
+        let batch: Vec<Change> = "a 1 2 t1\na 5 5 t2".lines().filter_map(parse).collect();
+        assert_eq!(batch.len(), 2);
+        assert_eq!(
+            batch[1],
+            Change::Appended {
+                task_id: "t2".into(),
+                first: 5,
+                last: 5
+            }
+        );
         assert_eq!(parse("a 3"), None);
         assert_eq!(parse("zz"), None);
     }

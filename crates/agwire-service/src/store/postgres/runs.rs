@@ -310,7 +310,7 @@ impl RunStore for PgStore {
         if events.is_empty() {
             return Ok(0);
         }
-        let first = self.appender.append(task_id, events).await?;
+        let first = self.writer.append(task_id, events).await?;
         match first {
             Some(first) => Ok(u64::try_from(first).unwrap_or(0)),
             None => Err(Error::Conflict(format!("run {task_id} is not running"))),
@@ -324,23 +324,13 @@ impl RunStore for PgStore {
         now_ms: i64,
     ) -> Result<Option<u64>, Error> {
         let end = End::prepare(ending, now_ms)?;
-        let (ids, roles, bodies) = columns(&end.output);
-        let (answer, schema) = end.ui_schema.as_ref().map(|(a, s)| (a, s)).unzip();
-        let terminal: Option<i64> =
-            sqlx::query_scalar("SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
-                .bind(task_id)
-                .bind(end.status.as_str())
-                .bind(end.error.as_deref())
-                .bind(end.usage.as_deref())
-                .bind(&end.terminal)
-                .bind(&ids)
-                .bind(&roles)
-                .bind(&bodies)
-                .bind(answer)
-                .bind(schema)
-                .bind(end.now_ms)
-                .fetch_one(&self.pool)
-                .await?;
+        let terminal = self
+            .writer
+            .end(super::batch::EndCall {
+                task_id: task_id.to_owned(),
+                end,
+            })
+            .await?;
         Ok(terminal.map(|seq| u64::try_from(seq).unwrap_or(0)))
     }
 
