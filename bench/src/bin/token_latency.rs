@@ -84,6 +84,11 @@ async fn main() {
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(completions))
         .with_state(fake);
+    // TCP_NODELAY as a provider's server has it: Nagle would hold a token
+    // written right after another until the client's delayed ACK.
+    let provider = axum::serve::ListenerExt::tap_io(provider, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(provider, app).await.unwrap() });
 
     let dir = std::env::temp_dir().join(format!("agwire-latency-{}", std::process::id()));
@@ -104,7 +109,13 @@ async fn main() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = service.router();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    // The server `agwire serve` runs (its socket options: TCP_NODELAY).
+    let http = agwire_service::config::HttpConfig::default();
+    tokio::spawn(async move {
+        agwire_service::server::serve(listener, router, &http, std::future::pending())
+            .await
+            .unwrap()
+    });
 
     let mut micros: Vec<u64> = Vec::new();
     for run in 0..runs {
