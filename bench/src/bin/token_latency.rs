@@ -114,7 +114,7 @@ async fn main() {
     tokio::spawn(async move {
         agwire_service::server::serve(listener, router, &http, std::future::pending())
             .await
-            .unwrap()
+            .unwrap();
     });
 
     let mut micros: Vec<u64> = Vec::new();
