@@ -43,6 +43,9 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Answer with a JSON object (`response_format: json_object`).
     pub json_mode: bool,
+    /// The JSON Schema the answer must satisfy, where the model can be held
+    /// to one (the local model decodes under it; providers get `json_mode`).
+    pub response_schema: Option<Value>,
 }
 
 /// One message of the conversation.

@@ -24,6 +24,9 @@ pub enum Error {
     /// A chunk could not be read.
     #[error("unreadable chunk: {0}")]
     Malformed(String),
+    /// The local model could not load or generate.
+    #[error("the local model failed: {0}")]
+    Local(String),
     /// A scripted model ran out of replies (a test asked more than it set up).
     #[error("the scripted model has no reply left")]
     Exhausted,

@@ -2,6 +2,8 @@
 
 mod chat;
 mod error;
+#[cfg(feature = "local")]
+pub mod local;
 mod openai;
 mod scripted;
 

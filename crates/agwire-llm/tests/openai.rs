@@ -416,6 +416,7 @@ async fn the_request_is_written_the_openai_way() {
         temperature: Some(0.5),
         max_tokens: Some(100),
         json_mode: true,
+        response_schema: None,
     };
     collect(model(addr).stream(request).await.unwrap())
         .await

@@ -50,8 +50,9 @@ pub struct Config {
     pub llm: LlmConfig,
 }
 
-/// `[llm]`: an OpenAI-compatible provider. Without `base_url` the service
-/// runs the pipeline on its deterministic scripted model and says so.
+/// `[llm]`: an OpenAI-compatible provider, or a GGUF model run in-process
+/// (`local_model`). With neither, the service runs the pipeline on its
+/// deterministic scripted model and says so.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmConfig {
@@ -65,6 +66,21 @@ pub struct LlmConfig {
     pub router_model: Option<String>,
     /// Retries before the answer starts (429, 5xx, connection errors).
     pub max_retries: u32,
+    /// A GGUF file run in-process on the CPU (router and worker), or
+    /// `hf:OWNER/REPO/FILE.gguf`, downloaded once into
+    /// `data_dir/models`.
+    pub local_model: Option<String>,
+    /// Runs that generate at once on the local model (each holds its own
+    /// context); the others wait in order.
+    pub local_parallel: usize,
+    /// CPU threads per generating run (default: every core divided by
+    /// `local_parallel`).
+    pub local_threads: Option<usize>,
+    /// Tokens of context per run (prompt and answer).
+    pub local_context: u32,
+    /// The hub `hf:` names are fetched from (default
+    /// `https://huggingface.co`; `AGWIRE_HF_ENDPOINT`).
+    pub hub_endpoint: Option<String>,
 }
 
 impl Default for LlmConfig {
@@ -75,6 +91,11 @@ impl Default for LlmConfig {
             model: "gpt-4o-mini".into(),
             router_model: None,
             max_retries: 3,
+            local_model: None,
+            local_parallel: 1,
+            local_threads: None,
+            local_context: 4096,
+            hub_endpoint: None,
         }
     }
 }
@@ -306,6 +327,16 @@ impl Config {
         if self.http.header_read_timeout_seconds == 0 || self.http.request_timeout_seconds == 0 {
             return Err(Error::Config(
                 "http timeouts must be at least 1 second".into(),
+            ));
+        }
+        if self.llm.local_model.is_some() && self.llm.base_url.is_some() {
+            return Err(Error::Config(
+                "llm.local_model and llm.base_url are both set: runs use one model source".into(),
+            ));
+        }
+        if self.llm.local_parallel == 0 || self.llm.local_threads == Some(0) {
+            return Err(Error::Config(
+                "llm.local_parallel and llm.local_threads must be at least 1".into(),
             ));
         }
         if let Some(url) = &self.store.url

@@ -47,6 +47,8 @@ fn init_logs(format: LogFormat, serving: bool) {
     }
 }
 
+// Parsed once at start: the size of the value does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run an AG-UI agent and stream its events in the terminal.

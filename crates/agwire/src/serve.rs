@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agwire_llm::local::fetch::{self, HubFile};
+use agwire_llm::local::{LocalConfig, LocalModel};
 use agwire_llm::{ChatModel, OpenAiCompatible, OpenAiConfig};
 use agwire_service::attachments::Attachments;
 use agwire_service::auth::Auth;
@@ -78,6 +80,20 @@ pub(crate) struct ServeArgs {
     /// The router's model.
     #[arg(long, env = "AGWIRE_LLM_ROUTER_MODEL")]
     llm_router_model: Option<String>,
+    /// A GGUF model run in-process on the CPU: a file, or
+    /// hf:OWNER/REPO/FILE.gguf (downloaded once into the data dir).
+    #[arg(
+        long = "model",
+        env = "AGWIRE_LLM_LOCAL_MODEL",
+        value_name = "PATH.gguf"
+    )]
+    local_model: Option<String>,
+    /// Runs generating at once on the local model [default: 1].
+    #[arg(long = "model-parallel", env = "AGWIRE_LLM_LOCAL_PARALLEL")]
+    local_parallel: Option<usize>,
+    /// CPU threads per generating run [default: cores / parallel].
+    #[arg(long = "model-threads", env = "AGWIRE_LLM_LOCAL_THREADS")]
+    local_threads: Option<usize>,
 }
 
 impl ServeArgs {
@@ -138,6 +154,20 @@ impl ServeArgs {
         if let Some(model) = &self.llm_router_model {
             config.llm.router_model = Some(model.clone());
         }
+        if let Some(model) = self.local_model.as_ref().filter(|m| !m.is_empty()) {
+            config.llm.local_model = Some(model.clone());
+        }
+        if let Some(parallel) = self.local_parallel {
+            config.llm.local_parallel = parallel;
+        }
+        if let Some(threads) = self.local_threads {
+            config.llm.local_threads = Some(threads);
+        }
+        if let Ok(endpoint) = std::env::var("AGWIRE_HF_ENDPOINT")
+            && !endpoint.is_empty()
+        {
+            config.llm.hub_endpoint = Some(endpoint);
+        }
         config.check().map_err(|e| e.to_string())?;
         Ok(config)
     }
@@ -177,7 +207,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         Some(path) => RuntimeConfig::load(path).map_err(|e| e.to_string())?,
         None => RuntimeConfig::builtin(),
     };
-    let brain = brain(&config)?;
+    let brain = brain(&config).await?;
     let service = Service::new(store, Arc::new(BuiltinAgent::default()))
         .with_brain(brain)
         .with_runtime(runtime)
@@ -218,13 +248,16 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// The LLM pipeline on the configured provider, or on the scripted model.
-fn brain(config: &Config) -> Result<Arc<dyn Brain>, String> {
+/// The LLM pipeline on the configured provider, on the local model, or on
+/// the scripted model.
+async fn brain(config: &Config) -> Result<Arc<dyn Brain>, String> {
     let delay = Duration::from_millis(config.builtin.token_delay_ms);
+    if let Some(spec) = &config.llm.local_model {
+        let model: Arc<dyn ChatModel> = Arc::new(local_model(config, spec).await?);
+        return Ok(Arc::new(LlmBrain::new(model.clone(), model)));
+    }
     let Some(base_url) = &config.llm.base_url else {
-        tracing::warn!(
-            "no LLM provider configured (llm.base_url / AGWIRE_LLM_BASE_URL): runs use the deterministic scripted model"
-        );
+        tracing::warn!("{}", agwire_service::brain::llm::SCRIPTED_NOTE);
         let model: Arc<dyn ChatModel> = Arc::new(agwire_service::brain::demo::model(delay));
         return Ok(Arc::new(LlmBrain::new(model.clone(), model)));
     };
@@ -243,6 +276,47 @@ fn brain(config: &Config) -> Result<Arc<dyn Brain>, String> {
     };
     tracing::info!(base_url, model = config.llm.model, "LLM provider");
     Ok(Arc::new(LlmBrain::new(router, worker)))
+}
+
+/// The local model: the file, or the hub's file fetched into the data
+/// dir's model cache first; loaded off the async threads.
+async fn local_model(config: &Config, spec: &str) -> Result<LocalModel, String> {
+    let path = match HubFile::parse(spec) {
+        None => PathBuf::from(spec),
+        Some(file) => {
+            let file = file.map_err(|e| e.to_string())?;
+            let cache = config.data_dir.join("models");
+            let endpoint = config
+                .llm
+                .hub_endpoint
+                .as_deref()
+                .unwrap_or(fetch::DEFAULT_ENDPOINT);
+            let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+            let name = file.file.clone();
+            fetch::fetch(&file, &cache, endpoint, token.as_deref(), |p| {
+                let percent = p.done * 100 / p.total.max(1);
+                tracing::info!(
+                    file = name,
+                    "downloading the model: {percent}% ({} of {} MB)",
+                    p.done >> 20,
+                    p.total >> 20
+                );
+            })
+            .await
+            .map_err(|e| e.to_string())?
+        }
+    };
+    let mut local = LocalConfig::new(path);
+    local.parallel = config.llm.local_parallel;
+    local.threads = config
+        .llm
+        .local_threads
+        .unwrap_or_else(|| (local.threads / local.parallel.max(1)).max(1));
+    local.context = config.llm.local_context;
+    tokio::task::spawn_blocking(move || LocalModel::load(local))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
 }
 
 async fn shutdown_signal() {

@@ -16,6 +16,10 @@ pub(super) struct Health {
     status: &'static str,
     /// What executes runs (`builtin`, `scripted`, a provider:model).
     agent: String,
+    /// What an operator should know about it (the scripted model is not a
+    /// language model, and how to get one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
     /// Which replica answered (several processes on one PostgreSQL
     /// database); absent on an embedded database.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -33,6 +37,7 @@ pub(super) async fn health(State(service): State<Service>) -> axum::Json<Health>
     axum::Json(Health {
         status: "ok",
         agent: service.engine.brain.describe(),
+        note: service.engine.brain.note(),
         replica: service.engine.store.replica_id(),
     })
 }

@@ -14,9 +14,13 @@ use agwire_llm::{
 use agwire_server::{Agent, AgentError, DynAgent, RunContext};
 use serde_json::{Value, json};
 
-use crate::brain::agents::AgentSpec;
+use crate::brain::agents::{AgentSpec, RuntimeConfig};
 use crate::brain::tools::{BackendTools, ToolEnv};
 use crate::brain::{Brain, RunSetup};
+
+/// What `/healthz` and the start-up log say when runs are answered by the
+/// scripted model.
+pub const SCRIPTED_NOTE: &str = "runs are answered by a deterministic scripted model, not a language model: run with --model PATH.gguf (or hf:OWNER/REPO/FILE.gguf) for a local model, or set AGWIRE_LLM_BASE_URL for a provider";
 
 /// Most model calls in one worker step (each tool round is one).
 pub const MAX_ROUNDS: usize = 8;
@@ -60,6 +64,10 @@ impl Brain for LlmBrain {
         })
     }
 
+    fn note(&self) -> Option<String> {
+        (self.worker.name() == "scripted").then(|| SCRIPTED_NOTE.to_owned())
+    }
+
     fn describe(&self) -> String {
         if self.router.name() == self.worker.name() {
             self.worker.name().to_owned()
@@ -99,6 +107,63 @@ impl Agent for LlmRun {
     }
 }
 
+/// The router's call: the catalogue, the user's latest words, and an answer
+/// held to `{"agent": <a catalogue name>}`.
+pub fn route_request(catalogue: &RuntimeConfig, user_text: &str) -> ChatRequest {
+    let mut listing = String::new();
+    for agent in &catalogue.agents {
+        listing.push_str(&format!("- {}: {}\n", agent.name, agent.description.trim()));
+    }
+    ChatRequest {
+        messages: vec![
+            ChatMessage::system(format!(
+                "You route a user's message to the agent best suited to answer it.\nAgents:\n{listing}\nAnswer with JSON only: {{\"agent\": \"<name>\"}}."
+            )),
+            ChatMessage::user(user_text),
+        ],
+        json_mode: true,
+        // A model that decodes under a schema (the local one) can only
+        // name a catalogue agent.
+        response_schema: Some(route_schema(
+            catalogue.agents.iter().map(|a| a.name.as_str()),
+        )),
+        temperature: Some(0.0),
+        max_tokens: Some(50),
+        ..ChatRequest::default()
+    }
+}
+
+/// The agent a router's answer names, if it is in the catalogue.
+pub fn routed<'a>(catalogue: &'a RuntimeConfig, answer: &str) -> Option<&'a AgentSpec> {
+    parse_route(answer).and_then(|name| catalogue.agent(&name))
+}
+
+/// The backend tools named in `enabled`, as offered to the model.
+pub fn backend_tool_specs(enabled: &[String]) -> Vec<ToolSpec> {
+    offered(BackendTools::new().specs(enabled))
+}
+
+fn offered(specs: Vec<&crate::brain::tools::ToolSpec>) -> Vec<ToolSpec> {
+    specs
+        .into_iter()
+        .map(|s| ToolSpec {
+            name: s.name.to_owned(),
+            description: s.description.to_owned(),
+            parameters: s.parameters.clone(),
+        })
+        .collect()
+}
+
+/// The router's answer: `{"agent": one of the catalogue's names}`, nothing else.
+pub fn route_schema<'a>(names: impl Iterator<Item = &'a str>) -> Value {
+    json!({
+        "type": "object",
+        "properties": {"agent": {"enum": names.collect::<Vec<_>>()}},
+        "required": ["agent"],
+        "additionalProperties": false,
+    })
+}
+
 /// The latest user message's text (what the router judges).
 fn last_user_text(history: &[Message]) -> String {
     history
@@ -119,29 +184,14 @@ impl LlmRun {
         if catalogue.agents.len() == 1 {
             return (catalogue.default(), None);
         }
-        let mut listing = String::new();
-        for agent in &catalogue.agents {
-            listing.push_str(&format!("- {}: {}\n", agent.name, agent.description.trim()));
-        }
-        let request = ChatRequest {
-            messages: vec![
-                ChatMessage::system(format!(
-                    "You route a user's message to the agent best suited to answer it.\nAgents:\n{listing}\nAnswer with JSON only: {{\"agent\": \"<name>\"}}."
-                )),
-                ChatMessage::user(last_user_text(&self.setup.history)),
-            ],
-            json_mode: true,
-            temperature: Some(0.0),
-            max_tokens: Some(50),
-            ..ChatRequest::default()
-        };
+        let request = route_request(catalogue, &last_user_text(&self.setup.history));
         let answer = match self.brain.router.stream(request).await {
             Ok(stream) => agwire_llm::collect(stream).await,
             Err(error) => Err(error),
         };
         let usage = answer.as_ref().ok().and_then(|a| a.usage);
         let chosen = match &answer {
-            Ok(response) => parse_route(&response.text).and_then(|name| catalogue.agent(&name)),
+            Ok(response) => routed(catalogue, &response.text),
             Err(_) => None,
         };
         let agent = match chosen {
@@ -195,17 +245,7 @@ impl LlmRun {
         let mut conversation = vec![ChatMessage::system(self.system_prompt(agent, input))];
         let start = self.setup.history.len().saturating_sub(MAX_HISTORY);
         conversation.extend(self.setup.history[start..].iter().filter_map(to_chat));
-        let mut tools: Vec<ToolSpec> = self
-            .brain
-            .tools
-            .specs(&agent.enabled_tools)
-            .into_iter()
-            .map(|s| ToolSpec {
-                name: s.name.to_owned(),
-                description: s.description.to_owned(),
-                parameters: s.parameters.clone(),
-            })
-            .collect();
+        let mut tools = offered(self.brain.tools.specs(&agent.enabled_tools));
         // Frontend tools (the request's) after ours; the validator already
         // refused names that collide.
         tools.extend(input.tools.iter().map(|t| {

@@ -48,6 +48,10 @@ pub trait Brain: Send + Sync + std::fmt::Debug {
     /// What `/healthz` says about it (`"builtin"`, `"scripted"`,
     /// `"openai:gpt-4o-mini"`).
     fn describe(&self) -> String;
+    /// What an operator should know about it (`/healthz`), if anything.
+    fn note(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The same agent for every run, whatever its setup.
