@@ -66,7 +66,7 @@ async fn main() {
     println!("model {path}, {threads} threads");
 
     // ~500 prompt tokens: prompt processing and first-token latency.
-    let long: String = (0..60)
+    let long: String = (0..37)
         .map(|i| format!("Note {i}: the meeting moved to room {}. ", i * 7 % 13))
         .collect();
     let prompt_request = |max_tokens| ChatRequest {

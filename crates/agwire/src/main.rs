@@ -34,7 +34,12 @@ enum LogFormat {
 /// output is the terminal's; colours only on a terminal.
 fn init_logs(format: LogFormat, serving: bool) {
     use std::io::IsTerminal;
-    let default = if serving { "info" } else { "warn" };
+    // llama.cpp (the local model) logs its own details at info: errors only.
+    let default = if serving {
+        "info,llama_cpp_2=error"
+    } else {
+        "warn"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let logs = tracing_subscriber::fmt()

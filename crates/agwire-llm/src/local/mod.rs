@@ -8,7 +8,7 @@
 //! run), the slot sees it at the next token and stops.
 //!
 //! Router answers and tool calls are decoded under grammars made from
-//! their JSON Schemas ([`grammar`]), so even a small model's answer always
+//! their JSON Schemas (`local/grammar.rs`), so even a small model's answer always
 //! parses and validates; free text is sampled freely.
 
 mod answer;
