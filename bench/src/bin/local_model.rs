@@ -69,16 +69,19 @@ async fn main() {
     let long: String = (0..37)
         .map(|i| format!("Note {i}: the meeting moved to room {}. ", i * 7 % 13))
         .collect();
-    let prompt_request = |max_tokens| ChatRequest {
-        messages: vec![ChatMessage::user(format!("{long}\nSummarise the notes."))],
-        max_tokens: Some(max_tokens),
+    // Each prompt starts differently: nothing of it is in the slot's cache.
+    let prompt_request = |i: usize| ChatRequest {
+        messages: vec![ChatMessage::user(format!(
+            "Batch {i}. {long}\nSummarise the notes."
+        ))],
+        max_tokens: Some(1),
         temperature: Some(0.0),
         ..ChatRequest::default()
     };
     let mut firsts = Vec::new();
     let mut prompt_tokens = 0;
-    for _ in 0..5 {
-        let (first, _, p, _) = run(&model, prompt_request(1)).await;
+    for i in 0..5 {
+        let (first, _, p, _) = run(&model, prompt_request(i)).await;
         firsts.push(first);
         prompt_tokens = p;
     }
@@ -88,6 +91,9 @@ async fn main() {
         "prompt: {prompt_tokens} tokens, first token {first:.1} ms (median of 5), {:.1} tokens/s",
         prompt_tokens as f64 / (first / 1000.0)
     );
+    // The same prompt again: the slot computes only its last token.
+    let (again, _, _, _) = run(&model, prompt_request(4)).await;
+    println!("the same prompt again (prefix cached): first token {again:.1} ms");
 
     // Generation: free text, and under a grammar that cannot end early.
     let free = ChatRequest {
