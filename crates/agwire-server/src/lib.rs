@@ -5,6 +5,7 @@ mod body;
 mod context;
 mod endpoint;
 mod error;
+mod http1;
 mod intake;
 mod queue;
 mod serve;
@@ -17,8 +18,9 @@ pub use endpoint::{
     run_detached,
 };
 pub use error::{AgentError, Error};
+pub use http1::{RequestBodyError, ServeConfig};
 pub use intake::{Intake, IntakeError};
-pub use serve::serve;
+pub use serve::{serve, serve_with};
 
 /// The token a run is cancelled with ([`run_detached`]).
 pub use tokio_util::sync::CancellationToken;

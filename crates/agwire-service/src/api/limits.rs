@@ -60,7 +60,7 @@ pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
 }
 
 /// The configured header limits (431): total bytes of names and values, and
-/// count. hyper's own buffer is larger, so these answer first.
+/// count. The connection's own cap is larger, so these answer first.
 pub(crate) fn header_limits(
     max_bytes: usize,
     max_count: usize,

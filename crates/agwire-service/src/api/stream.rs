@@ -14,7 +14,6 @@ use agwire_core::Event;
 use agwire_server::EventStream;
 use axum::response::Response;
 use futures_core::Stream;
-use tokio::sync::mpsc;
 
 use crate::metrics::{Metrics, StreamGuard};
 use crate::service::Service;
@@ -27,7 +26,7 @@ pub(crate) fn stream(
     format: WireFormat,
 ) -> Response {
     let followed = Followed {
-        events: service.engine.follow(task_id, after),
+        events: Box::pin(service.engine.follow(task_id, after)),
         _open: Metrics::stream_opened(&service.engine.metrics),
     };
     EventStream::new(followed, format).into_response()
@@ -35,7 +34,7 @@ pub(crate) fn stream(
 
 /// A follower's events, counted as an open stream while the response lives.
 struct Followed {
-    events: mpsc::Receiver<(u64, Arc<Event>)>,
+    events: Pin<Box<dyn Stream<Item = (u64, Arc<Event>)> + Send>>,
     _open: StreamGuard,
 }
 
@@ -43,6 +42,6 @@ impl Stream for Followed {
     type Item = (u64, Arc<Event>);
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().events.poll_recv(cx)
+        self.get_mut().events.as_mut().poll_next(cx)
     }
 }

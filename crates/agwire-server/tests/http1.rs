@@ -1,0 +1,250 @@
+//! `serve`'s HTTP/1.1 connections over real TCP, spoken byte by byte: the
+//! request framings a client may use, and what a connection must do at its
+//! edges (pipelining, `Expect: 100-continue`, HTTP/1.0, limits, a client
+//! that leaves mid-stream, a client that says nothing).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agwire_codec::negotiate::WireFormat;
+use agwire_server::core::{BaseEvent, Event, StepStartedEvent};
+use agwire_server::{EventStream, ServeConfig};
+use axum::body::Bytes;
+use axum::routing::{get, post};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Sets a flag when dropped: the response body it lives in is gone.
+struct DropFlag(Arc<AtomicBool>);
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+async fn start(config: ServeConfig) -> (SocketAddr, Arc<AtomicBool>) {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    let app = axum::Router::new()
+        .route(
+            "/len",
+            post(|body: Bytes| async move { body.len().to_string() }),
+        )
+        .route(
+            "/reject",
+            post(|| async { (axum::http::StatusCode::FORBIDDEN, "no") }),
+        )
+        .route("/hello", get(|| async { "hello" }))
+        .route(
+            "/stream",
+            get(move || {
+                let guard = DropFlag(flag.clone());
+                async move {
+                    let step = Event::StepStarted(StepStartedEvent {
+                        step_name: "s".into(),
+                        subagent_run_id: None,
+                        base: BaseEvent::default(),
+                    });
+                    let events = futures_util::StreamExt::chain(
+                        futures_util::stream::iter([(1, step)]),
+                        futures_util::stream::poll_fn(move |_| {
+                            let _ = &guard;
+                            std::task::Poll::Pending
+                        }),
+                    );
+                    EventStream::new(events, WireFormat::Sse).into_response()
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(agwire_server::serve_with(
+        listener,
+        app,
+        config,
+        std::future::pending(),
+    ));
+    (addr, dropped)
+}
+
+/// Reads until `needle` has arrived (or the peer closed); returns all of it.
+async fn read_until(socket: &mut TcpStream, needle: &str) -> String {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains(needle) {
+        let n = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buf))
+            .await
+            .expect("answer in time")
+            .unwrap();
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+async fn read_to_end(socket: &mut TcpStream) -> String {
+    let mut seen = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut seen))
+        .await
+        .expect("closed in time")
+        .unwrap();
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+#[tokio::test]
+async fn pipelined_requests_are_answered_in_order() {
+    let (addr, _) = start(ServeConfig::default()).await;
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket
+        .write_all(
+            b"POST /len HTTP/1.1\r\nhost: a\r\ncontent-length: 3\r\n\r\nabcGET /hello HTTP/1.1\r\nhost: a\r\n\r\nPOST /len HTTP/1.1\r\nhost: a\r\nconnection: close\r\ncontent-length: 5\r\n\r\n12345",
+        )
+        .await
+        .unwrap();
+    let text = read_to_end(&mut socket).await;
+    let bodies: Vec<&str> = text
+        .split("HTTP/1.1 200 OK\r\n")
+        .skip(1)
+        .map(|r| r.split("\r\n\r\n").nth(1).unwrap_or(""))
+        .collect();
+    assert_eq!(bodies, ["3", "hello", "5"], "{text}");
+    assert!(text.contains("connection: close\r\n"), "{text}");
+}
+
+#[tokio::test]
+async fn a_chunked_body_reaches_the_handler_whole() {
+    let (addr, _) = start(ServeConfig::default()).await;
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket
+        .write_all(
+            b"POST /len HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n4\r\nwiki\r\n",
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    socket
+        .write_all(b"6;ext=1\r\npedia \r\n0\r\ntrailer: x\r\n\r\nGET /hello HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let text = read_to_end(&mut socket).await;
+    assert!(text.contains("\r\n\r\n10"), "{text}");
+    assert!(text.ends_with("hello"), "the connection carried on: {text}");
+}
+
+#[tokio::test]
+async fn expect_continue_is_answered_only_when_the_body_is_read() {
+    let (addr, _) = start(ServeConfig::default()).await;
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket
+        .write_all(
+            b"POST /len HTTP/1.1\r\nhost: a\r\nexpect: 100-continue\r\ncontent-length: 4\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    let first = read_until(&mut socket, "\r\n\r\n").await;
+    assert_eq!(first, "HTTP/1.1 100 Continue\r\n\r\n");
+    socket.write_all(b"abcd").await.unwrap();
+    let answer = read_until(&mut socket, "\r\n\r\n4").await;
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+
+    // A handler that answers without reading: no 100, the answer, and the
+    // connection closes (the body was never sent).
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket
+        .write_all(b"POST /reject HTTP/1.1\r\nhost: a\r\nexpect: 100-continue\r\ncontent-length: 4\r\n\r\n")
+        .await
+        .unwrap();
+    let text = read_to_end(&mut socket).await;
+    assert!(text.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{text}");
+    assert!(!text.contains("100 Continue"), "{text}");
+}
+
+#[tokio::test]
+async fn an_http_1_0_client_gets_its_answer_and_the_close() {
+    let (addr, _) = start(ServeConfig::default()).await;
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket
+        .write_all(b"GET /hello HTTP/1.0\r\n\r\n")
+        .await
+        .unwrap();
+    let text = read_to_end(&mut socket).await;
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.contains("content-length: 5\r\n"), "{text}");
+    assert!(text.ends_with("\r\n\r\nhello"), "{text}");
+}
+
+#[tokio::test]
+async fn bad_heads_get_json_and_the_close() {
+    let (addr, _) = start(ServeConfig::default().max_head_bytes(2048).max_headers(8)).await;
+    let cases: [(String, &str); 4] = [
+        (
+            "POST /len HTTP/1.1\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\nabc"
+                .into(),
+            "400 Bad Request",
+        ),
+        (
+            format!("GET /hello HTTP/1.1\r\nx: {}\r\n\r\n", "a".repeat(4096)),
+            "431 Request Header Fields Too Large",
+        ),
+        (
+            format!("GET /hello HTTP/1.1\r\n{}\r\n", "a: b\r\n".repeat(9)),
+            "431 Request Header Fields Too Large",
+        ),
+        ("GET /hello HTTP/9\r\n\r\n".into(), "400 Bad Request"),
+    ];
+    for (request, status) in cases {
+        let mut socket = TcpStream::connect(addr).await.unwrap();
+        socket.write_all(request.as_bytes()).await.unwrap();
+        let text = read_to_end(&mut socket).await;
+        assert!(
+            text.starts_with(&format!("HTTP/1.1 {status}\r\n")),
+            "{text}"
+        );
+        assert!(text.contains("content-type: application/json"), "{text}");
+        assert!(text.contains(r#"{"detail":"#), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_mid_stream_drops_the_body_at_once() {
+    let (addr, dropped) = start(ServeConfig::default()).await;
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket
+        .write_all(b"GET /stream HTTP/1.1\r\nhost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let text = read_until(&mut socket, "STEP_STARTED").await;
+    assert!(text.contains("transfer-encoding: chunked\r\n"), "{text}");
+    assert!(!dropped.load(Ordering::SeqCst), "the stream is open");
+    drop(socket);
+    for _ in 0..200 {
+        if dropped.load(Ordering::SeqCst) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the response body outlived its client");
+}
+
+#[tokio::test]
+async fn a_client_that_says_nothing_is_closed_at_the_head_deadline() {
+    let (addr, _) =
+        start(ServeConfig::default().header_read_timeout(Some(Duration::from_millis(200)))).await;
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let mut half = TcpStream::connect(addr).await.unwrap();
+    half.write_all(b"GET /hello HTTP/1.1\r\nho").await.unwrap();
+    assert_eq!(read_to_end(&mut silent).await, "");
+    assert_eq!(read_to_end(&mut half).await, "");
+    // Between requests too: the deadline is the idle timeout.
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    idle.write_all(b"GET /hello HTTP/1.1\r\nhost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let text = read_to_end(&mut idle).await;
+    assert!(text.ends_with("hello"), "{text}");
+}
