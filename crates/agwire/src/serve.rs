@@ -173,6 +173,20 @@ impl ServeArgs {
     }
 }
 
+/// Every open stream holds a socket: the soft limit on open files (often
+/// 1,024) is raised to the hard one, as far as the system lets this process
+/// go, so streams are not refused long before memory runs short. Returns the
+/// limit now in force (0 when it cannot be read).
+fn raise_open_files_limit() -> u64 {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => limit,
+        Err(error) => {
+            tracing::warn!(%error, "could not raise the open-files limit");
+            rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(0, |(soft, _)| soft)
+        }
+    }
+}
+
 pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     let config = args.config()?;
     let data_dir = &config.data_dir;
@@ -224,7 +238,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     } else {
         "sqlite"
     };
-    tracing::info!(%addr, data_dir = %data_dir.display(), database, busy_thread = ?config.runs.busy_thread, "agwire serve listening");
+    let open_files = raise_open_files_limit();
+    tracing::info!(%addr, data_dir = %data_dir.display(), database, busy_thread = ?config.runs.busy_thread, open_files, "agwire serve listening");
     {
         use std::io::Write;
         let _ = writeln!(std::io::stdout().lock(), "listening http://{addr}");
