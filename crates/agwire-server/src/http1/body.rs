@@ -63,9 +63,7 @@ impl Decoder {
                         buf.reserve(want);
                         fill(io, buf).await?;
                     }
-                    let take = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
-                    let piece = buf.split_to(take).freeze();
-                    let left = left - take as u64;
+                    let (piece, left) = take(buf, left);
                     *self = if left == 0 {
                         Self::Done
                     } else {
@@ -93,9 +91,7 @@ impl Decoder {
                         buf.reserve(PIECE);
                         fill(io, buf).await?;
                     }
-                    let take = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
-                    let piece = buf.split_to(take).freeze();
-                    let left = left - take as u64;
+                    let (piece, left) = take(buf, left);
                     *self = Self::Chunked(if left == 0 {
                         Chunked::DataEnd
                     } else {
@@ -132,6 +128,12 @@ impl Decoder {
             }
         }
     }
+}
+
+/// Up to `left` bytes from the front of `buf`, and how many are left after.
+fn take(buf: &mut BytesMut, left: u64) -> (Bytes, u64) {
+    let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+    (buf.split_to(n).freeze(), left - n as u64)
 }
 
 /// Reads more into `buf`; the end of the stream is an error mid-body.

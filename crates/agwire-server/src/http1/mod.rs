@@ -364,20 +364,18 @@ impl Conn {
             let mut ended = false;
             while writer.pending() < WRITE_MAX {
                 match poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await {
-                    Poll::Ready(Some(Ok(frame))) => {
-                        if let Ok(data) = frame.into_data() {
-                            writer.data(data);
+                    Poll::Ready(frame) => match writer.frame(frame) {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            ended = true;
+                            break;
                         }
-                    }
-                    Poll::Ready(Some(Err(error))) => {
-                        tracing::debug!(%error, "a response body failed; closing the connection");
-                        let _ = writer.flush(&mut self.io).await;
-                        return Err(End::Io);
-                    }
-                    Poll::Ready(None) => {
-                        ended = true;
-                        break;
-                    }
+                        // What came before the failure still goes out.
+                        Err(end) => {
+                            let _ = writer.flush(&mut self.io).await;
+                            return Err(end);
+                        }
+                    },
                     Poll::Pending => break,
                 }
             }
@@ -413,23 +411,15 @@ impl Conn {
                 frame = poll_fn(|cx| match Pin::new(&mut *body).poll_frame(cx) {
                     Poll::Pending => Poll::Pending,
                     ready => Poll::Ready(ready),
-                }) => match frame {
-                    Poll::Ready(Some(Ok(frame))) => {
-                        if let Ok(data) = frame.into_data() {
-                            writer.data(data);
-                        }
-                    }
-                    Poll::Ready(Some(Err(error))) => {
-                        tracing::debug!(%error, "a response body failed; closing the connection");
-                        return Err(End::Io);
-                    }
-                    Poll::Ready(None) => {
+                }) => {
+                    if let Poll::Ready(frame) = frame
+                        && writer.frame(frame)?
+                    {
                         writer.finish()?;
                         writer.flush(&mut self.io).await?;
                         return Ok(());
                     }
-                    Poll::Pending => {}
-                },
+                }
                 reading = reading => match reading {
                     // The client left: dropping the body tells its run.
                     Reading::Closed => return Err(End::Io),
@@ -552,6 +542,28 @@ struct Writer {
 impl Writer {
     fn pending(&self) -> usize {
         self.ctrl.len() + self.pieces.iter().map(Bytes::len).sum::<usize>()
+    }
+
+    /// Takes what the body gave: `true` at its end; a body that failed
+    /// ends the connection (the client sees the response cut short, never
+    /// a complete-looking one).
+    fn frame(
+        &mut self,
+        frame: Option<Result<http_body::Frame<Bytes>, axum::Error>>,
+    ) -> Result<bool, End> {
+        match frame {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    self.data(data);
+                }
+                Ok(false)
+            }
+            Some(Err(error)) => {
+                tracing::debug!(%error, "a response body failed; closing the connection");
+                Err(End::Io)
+            }
+            None => Ok(true),
+        }
     }
 
     fn data(&mut self, data: Bytes) {
