@@ -139,6 +139,13 @@ async fn a_download_broken_off_resumes_where_it_stopped_and_is_verified() {
     let partial = dir.join("owner/repo/model.gguf.part");
     let had = std::fs::metadata(&partial).unwrap().len();
     assert!(had > 0 && had < file.len() as u64, "{had}");
+    // Every byte the attempt counted is on disk when it returns.
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("broke off at {had} of")),
+        "{error} (on disk: {had})"
+    );
 
     let mut reports = Vec::new();
     let path = fetch(&spec, &dir, &endpoint, None, |p| reports.push(p))

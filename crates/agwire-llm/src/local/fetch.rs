@@ -196,12 +196,17 @@ pub async fn fetch(
         let step = (total / 20).max(1);
         let mut next_report = have + step;
         progress(Progress { done: have, total });
+        let mut broken = None;
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| {
-                Error::Transport(format!(
-                    "{url}: the download broke off at {have} of {total} bytes ({e}); run again to resume"
-                ))
-            })?;
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    broken = Some(Error::Transport(format!(
+                        "{url}: the download broke off at {have} of {total} bytes ({e}); run again to resume"
+                    )));
+                    break;
+                }
+            };
             out.write_all(&chunk)
                 .await
                 .map_err(|e| Error::Local(format!("{}: {e}", partial.display())))?;
@@ -211,9 +216,16 @@ pub async fn fetch(
                 next_report = have + step;
             }
         }
+        // Also when the download broke off: tokio's `File` finishes a write
+        // in the background, and the next attempt resumes from the partial
+        // file's length, so every byte counted in `have` must be on disk
+        // before this attempt reports where it stopped.
         out.flush()
             .await
             .map_err(|e| Error::Local(format!("{}: {e}", partial.display())))?;
+        if let Some(error) = broken {
+            return Err(error);
+        }
     }
     let digest = {
         let partial = partial.clone();
