@@ -39,6 +39,23 @@ async fn start(config: ServeConfig) -> (SocketAddr, Arc<AtomicBool>) {
         )
         .route("/hello", get(|| async { "hello" }))
         .route(
+            "/flood",
+            get({
+                let flag = flag.clone();
+                move || {
+                    let guard = DropFlag(flag.clone());
+                    async move {
+                        let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+                        let endless = futures_util::stream::repeat_with(move || {
+                            let _ = &guard;
+                            Ok::<_, std::io::Error>(chunk.clone())
+                        });
+                        axum::body::Body::from_stream(endless)
+                    }
+                }
+            }),
+        )
+        .route(
             "/stream",
             get(move || {
                 let guard = DropFlag(flag.clone());
@@ -85,6 +102,18 @@ async fn read_until(socket: &mut TcpStream, needle: &str) -> String {
         seen.extend_from_slice(&buf[..n]);
     }
     String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// Whether `flag` is set within ten seconds (what is waited for takes
+/// milliseconds; the bound only ends a test that fails).
+async fn comes_true(flag: &AtomicBool) -> bool {
+    for _ in 0..1000 {
+        if flag.load(Ordering::SeqCst) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
 }
 
 async fn read_to_end(socket: &mut TcpStream) -> String {
@@ -222,13 +251,63 @@ async fn a_client_that_leaves_mid_stream_drops_the_body_at_once() {
     assert!(text.contains("transfer-encoding: chunked\r\n"), "{text}");
     assert!(!dropped.load(Ordering::SeqCst), "the stream is open");
     drop(socket);
-    for _ in 0..200 {
-        if dropped.load(Ordering::SeqCst) {
-            return;
+    assert!(
+        comes_true(&dropped).await,
+        "the response body outlived its client"
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_reset_at_the_write_deadline() {
+    let (addr, dropped) =
+        start(ServeConfig::default().write_timeout(Some(Duration::from_millis(300)))).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut socket = socket.connect(addr).await.unwrap();
+    socket
+        .write_all(b"GET /flood HTTP/1.1\r\nhost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let head = read_until(&mut socket, "\r\n\r\n").await;
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    // Reads nothing more: the server's writes stall once both buffers fill.
+    assert!(
+        comes_true(&dropped).await,
+        "the response outlived its write deadline"
+    );
+    // The connection was reset, not finished: what arrives ends without the
+    // last chunk.
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buf))
+            .await
+            .expect("closed in time")
+        {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("the response body outlived its client");
+    assert!(!seen.ends_with(b"0\r\n\r\n"), "{} bytes", seen.len());
+
+    // The deadline is for each write, not the response: a client that
+    // keeps taking bytes, however slowly, keeps its stream past it.
+    let (addr, dropped) =
+        start(ServeConfig::default().write_timeout(Some(Duration::from_secs(1)))).await;
+    let mut reader = TcpStream::connect(addr).await.unwrap();
+    reader
+        .write_all(b"GET /flood HTTP/1.1\r\nhost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(reader.read(&mut buf).await.unwrap() > 0);
+    }
+    assert!(
+        !dropped.load(Ordering::SeqCst),
+        "a slow reader is not reset"
+    );
 }
 
 #[tokio::test]

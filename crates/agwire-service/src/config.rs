@@ -172,6 +172,10 @@ pub struct HttpConfig {
     /// requests on a kept-alive connection (the idle timeout). The
     /// connection is closed when they run out.
     pub header_read_timeout_seconds: u64,
+    /// Seconds a write to a client may wait for it to take bytes (an open
+    /// stream included: any progress restarts them). A client that stops
+    /// reading is disconnected when they run out, and its stream dropped.
+    pub write_timeout_seconds: u64,
     /// Seconds from a request's headers to its answer's head: reading the
     /// body and doing the work (a stream's body is not counted). 408 when
     /// they run out.
@@ -194,6 +198,7 @@ impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             header_read_timeout_seconds: 10,
+            write_timeout_seconds: 60,
             request_timeout_seconds: 60,
             max_header_bytes: 32 * 1024,
             max_headers: 100,
@@ -324,7 +329,10 @@ impl Config {
                 "auth.jwt_secret must be at least 16 bytes".into(),
             ));
         }
-        if self.http.header_read_timeout_seconds == 0 || self.http.request_timeout_seconds == 0 {
+        if self.http.header_read_timeout_seconds == 0
+            || self.http.write_timeout_seconds == 0
+            || self.http.request_timeout_seconds == 0
+        {
             return Err(Error::Config(
                 "http timeouts must be at least 1 second".into(),
             ));

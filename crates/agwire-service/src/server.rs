@@ -1,5 +1,6 @@
 //! Serving a router on a TCP listener, with what every connection gets: a
-//! deadline for its request headers (which is also its idle timeout),
+//! deadline for its request headers (which is also its idle timeout), a
+//! deadline for each write (a client that stops reading is disconnected),
 //! bounded header buffers, TCP keep-alive to notice vanished peers, and a
 //! graceful shutdown.
 //!
@@ -39,6 +40,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let config = ServeConfig::default()
         .header_read_timeout(Some(Duration::from_secs(http.header_read_timeout_seconds)))
+        .write_timeout(Some(Duration::from_secs(http.write_timeout_seconds)))
         .max_head_bytes(MAX_HEAD_BYTES)
         .max_headers(MAX_HEADERS)
         .tcp_keepalive(Some(TCP_KEEPALIVE))

@@ -15,7 +15,8 @@
 //! is refused), `Expect: 100-continue`, keep-alive and pipelined requests,
 //! HTTP/1.0 clients, responses framed by length or in chunks (`HEAD`, 204
 //! and 304 without a body), a `date` header, a deadline for each request
-//! head (also the idle timeout between requests), and a client that leaves
+//! head (also the idle timeout between requests), a deadline for each
+//! write (a client that stops reading is reset), and a client that leaves
 //! mid-stream seen at once (its response body is dropped, which cancels the
 //! run behind it). What it does not: HTTP/2 and protocol upgrades
 //! (WebSockets) — AG-UI needs neither; serve those with `axum::serve`.
@@ -57,6 +58,13 @@ pub struct ServeConfig {
     /// requests on a kept-alive connection (so it is the idle timeout too).
     /// Also the longest pause inside a request body. `None`: no deadline.
     pub header_read_timeout: Option<Duration>,
+    /// Longest a write may wait for the client to take bytes: a client that
+    /// stops reading (its TCP window stays shut, which keep-alive probes
+    /// cannot tell from a live peer) would otherwise hold its connection,
+    /// its response and the kernel's send buffer for as long as it likes.
+    /// Past it the connection is reset and the response body dropped.
+    /// Any progress restarts it. `None`: no deadline.
+    pub write_timeout: Option<Duration>,
     /// Largest request head (request line and headers); 431 above it.
     pub max_head_bytes: usize,
     /// Most headers in one request; 431 above it.
@@ -75,6 +83,7 @@ impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             header_read_timeout: Some(Duration::from_secs(30)),
+            write_timeout: Some(Duration::from_secs(60)),
             max_head_bytes: 64 * 1024,
             max_headers: 100,
             tcp_keepalive: None,
@@ -88,6 +97,13 @@ impl ServeConfig {
     #[must_use]
     pub fn header_read_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.header_read_timeout = timeout;
+        self
+    }
+
+    /// [`ServeConfig::write_timeout`].
+    #[must_use]
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_timeout = timeout;
         self
     }
 
@@ -134,6 +150,8 @@ enum End {
     Io,
     Refused,
     TimedOut,
+    /// A write made no progress within the write timeout.
+    Stalled,
 }
 
 /// One connection, request after request, until it closes or `draining`
@@ -148,9 +166,18 @@ pub(crate) async fn connection(
     let mut conn = Conn {
         io,
         buf: BytesMut::new(),
+        write_timeout: config.write_timeout,
     };
-    if let Err(end) = conn.run(peer, app, config, draining).await {
-        tracing::trace!(?end, "connection ended early");
+    match conn.run(peer, app, config, draining).await {
+        // A peer that takes nothing would not take the FIN either, and the
+        // kernel would go on holding what is queued for it: reset instead.
+        Err(End::Stalled) => {
+            tracing::debug!(%peer, "a client stopped reading; connection reset");
+            let _ = conn.io.set_zero_linger();
+            return;
+        }
+        Err(end) => tracing::trace!(?end, "connection ended early"),
+        Ok(()) => {}
     }
     let _ = conn.io.shutdown().await;
 }
@@ -160,6 +187,7 @@ struct Conn {
     /// Bytes read and not used yet (a pipelined request, the start of a
     /// body); unallocated when empty.
     buf: BytesMut,
+    write_timeout: Option<Duration>,
 }
 
 impl Conn {
@@ -174,7 +202,8 @@ impl Conn {
             let head = match self.read_head(config, draining).await? {
                 Some(Ok(head)) => head,
                 Some(Err(refusal)) => {
-                    let _ = self.io.write_all(&head::refusal_response(&refusal)).await;
+                    let answer = head::refusal_response(&refusal);
+                    write_all(&mut self.io, &answer, self.write_timeout).await?;
                     return Err(End::Refused);
                 }
                 None => return Ok(()),
@@ -294,6 +323,7 @@ impl Conn {
             feed,
             continue_due: expects_continue,
             timeout: config.header_read_timeout,
+            write_timeout: config.write_timeout,
         };
         let mut answer = Box::pin(app.clone().oneshot(request));
         let response = loop {
@@ -329,6 +359,7 @@ impl Conn {
             ctrl,
             framing,
             sent: 0,
+            timeout: config.write_timeout,
         };
         if framing == ResponseBody::None {
             drop(body);
@@ -475,6 +506,7 @@ struct Pump {
     /// `Expect: 100-continue` not answered yet.
     continue_due: bool,
     timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
 }
 
 impl Pump {
@@ -502,7 +534,9 @@ impl Pump {
             Demand::Read => {}
         }
         if std::mem::take(&mut self.continue_due) {
-            let _ = io.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
+            // A client that does not take it will not send the body either:
+            // reading it below meets the read deadline.
+            let _ = write_all(io, b"HTTP/1.1 100 Continue\r\n\r\n", self.write_timeout).await;
         }
         let piece = match self.timeout {
             Some(limit) => tokio::time::timeout(limit, self.decoder.next(io, buf))
@@ -537,6 +571,8 @@ struct Writer {
     framing: ResponseBody,
     /// Body bytes sent (checked against a declared length).
     sent: u64,
+    /// [`ServeConfig::write_timeout`], for each write.
+    timeout: Option<Duration>,
 }
 
 impl Writer {
@@ -618,16 +654,15 @@ impl Writer {
         let mut first = 0;
         while first < self.pieces.len() {
             let pieces = &self.pieces[first..];
-            let written = poll_fn(|cx| {
+            let write = poll_fn(|cx| {
                 let mut slices = [IoSlice::new(&[]); 64];
                 let count = pieces.len().min(slices.len());
                 for (slice, piece) in slices.iter_mut().zip(pieces) {
                     *slice = IoSlice::new(piece);
                 }
                 Pin::new(&mut *io).poll_write_vectored(cx, &slices[..count])
-            })
-            .await
-            .map_err(|_| End::Io)?;
+            });
+            let written = within(self.timeout, write).await?.map_err(|_| End::Io)?;
             if written == 0 {
                 return Err(End::Io);
             }
@@ -645,5 +680,31 @@ impl Writer {
         }
         self.pieces.clear();
         Ok(())
+    }
+}
+
+/// Writes all of `bytes`, each write within `limit`.
+async fn write_all(
+    io: &mut TcpStream,
+    mut bytes: &[u8],
+    limit: Option<Duration>,
+) -> Result<(), End> {
+    while !bytes.is_empty() {
+        let written = within(limit, io.write(bytes)).await?.map_err(|_| End::Io)?;
+        if written == 0 {
+            return Err(End::Io);
+        }
+        bytes = &bytes[written..];
+    }
+    Ok(())
+}
+
+/// One write, given up as [`End::Stalled`] past `limit`.
+async fn within<T>(limit: Option<Duration>, write: impl Future<Output = T>) -> Result<T, End> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, write)
+            .await
+            .map_err(|_| End::Stalled),
+        None => Ok(write.await),
     }
 }
