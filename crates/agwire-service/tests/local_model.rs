@@ -17,7 +17,7 @@ use agwire_llm::local::{LocalConfig, LocalModel};
 use agwire_llm::{ChatEvent, ChatMessage, ChatModel, ChatRequest, ToolChoice, collect};
 use agwire_service::brain::agents::RuntimeConfig;
 use agwire_service::brain::llm::{LlmBrain, backend_tool_specs, route_request, routed};
-use common::{body, events, post, start_brain};
+use common::{body, events, post, said, start_brain};
 use futures_util::StreamExt;
 use serde_json::Value;
 
@@ -271,13 +271,7 @@ async fn a_conversation_over_http_with_two_runs_at_once() {
         verified(log, input);
         assert!(finished(log), "{log:?}");
     }
-    let said: String = log_a
-        .iter()
-        .filter_map(|(_, e)| match e {
-            Event::TextMessageContent(t) => Some(t.delta.as_str()),
-            _ => None,
-        })
-        .collect();
+    let said = said(&log_a);
     assert!(!said.trim().is_empty(), "{log_a:?}");
     // The next turn of the same thread (the service adds its history).
     let second = body(&a, "local-a2", "Thanks. And what is 2 + 2?");

@@ -13,7 +13,7 @@ use agwire_client::core::{Event, RunAgentInput, RunFinishedOutcome};
 use agwire_service::auth::{Auth, sign_jwt};
 use agwire_service::config::BusyThread;
 use agwire_service::{BuiltinAgent, Config};
-use common::{body, events, get_json, post, start, status, wait_status};
+use common::{body, events, get_json, post, said, start, status, wait_status};
 use serde_json::{Value, json};
 
 fn enqueue() -> Config {
@@ -178,13 +178,7 @@ async fn cancelling_a_running_run_ends_it_cancelled_with_what_it_said() {
     let log = events(addr, "long", None).await;
     assert_valid_run(&log, &thread, "long");
     assert_eq!(outcome(&log), Some(RunFinishedOutcome::Cancelled));
-    let said: String = log
-        .iter()
-        .filter_map(|(_, e)| match e {
-            Event::TextMessageContent(c) => Some(c.delta.as_str()),
-            _ => None,
-        })
-        .collect();
+    let said = said(&log);
     assert!(!said.is_empty() && said.len() < "You said: ".len() + text.len());
     assert_eq!(status(addr, "long").await["status"], "cancelled");
     // Twice is fine and changes nothing.

@@ -437,6 +437,28 @@ impl Sampling {
 }
 
 /// Runs one call on a slot's context.
+/// Decodes `tokens` in one batch at the positions from `position` on
+/// (advanced past them), with logits for the last one when `logits`.
+fn decode(
+    context: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch<'_>,
+    tokens: &[LlamaToken],
+    position: &mut i32,
+    logits: bool,
+) -> Result<(), Error> {
+    batch.clear();
+    for (i, token) in tokens.iter().enumerate() {
+        let last = logits && i + 1 == tokens.len();
+        batch
+            .add(*token, *position, &[0], last)
+            .map_err(|e| Error::Local(format!("batch: {e}")))?;
+        *position += 1;
+    }
+    context
+        .decode(batch)
+        .map_err(|e| Error::Local(format!("decode: {e}")))
+}
+
 fn generate(
     model: &LlamaModel,
     context: &mut LlamaContext<'_>,
@@ -444,7 +466,6 @@ fn generate(
     job: &Job,
     counters: &Counters,
 ) -> Result<(), Error> {
-    let failed = |what: &str, e: &dyn std::fmt::Display| Error::Local(format!("{what}: {e}"));
     let vocab = model.vocab();
     let prompt = vocab.tokenize(job.prompt.as_bytes(), true, true);
     let room = usize::try_from(context.n_ctx()).unwrap_or(usize::MAX);
@@ -483,17 +504,10 @@ fn generate(
     let mut batch = LlamaBatch::new(n_batch, 1);
     let mut position = i32::try_from(cached.len()).unwrap_or(0);
     for chunk in prompt[cached.len()..].chunks(n_batch) {
-        batch.clear();
-        for token in chunk {
-            let last = usize::try_from(position).unwrap_or(0) + 1 == prompt.len();
-            batch
-                .add(*token, position, &[0], last)
-                .map_err(|e| failed("batch", &e))?;
-            position += 1;
-        }
-        context
-            .decode(&mut batch)
-            .map_err(|e| failed("decode", &e))?;
+        // Logits only after the prompt's last token: they choose the first
+        // answer token.
+        let ends_prompt = cached.len() + chunk.len() == prompt.len();
+        decode(context, &mut batch, chunk, &mut position, ends_prompt)?;
         cached.extend_from_slice(chunk);
         if job.events.is_closed() {
             return Ok(());
@@ -534,14 +548,7 @@ fn generate(
         if job.events.is_closed() {
             return Ok(());
         }
-        batch.clear();
-        batch
-            .add(token, position, &[0], true)
-            .map_err(|e| failed("batch", &e))?;
-        position += 1;
-        context
-            .decode(&mut batch)
-            .map_err(|e| failed("decode", &e))?;
+        decode(context, &mut batch, &[token], &mut position, true)?;
         cached.push(token);
     }
     let completion = u64::try_from(generated).unwrap_or(u64::MAX);

@@ -169,6 +169,16 @@ pub async fn events(addr: SocketAddr, run_id: &str, after: Option<u64>) -> Vec<(
 }
 
 /// A GET asking for SSE.
+/// What the assistant said in a run's log: its text deltas, joined.
+pub fn said(log: &[(u64, Event)]) -> String {
+    log.iter()
+        .filter_map(|(_, e)| match e {
+            Event::TextMessageContent(t) => Some(t.delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 pub fn reqwest_like(addr: SocketAddr, path: &str) -> reqwest::RequestBuilder {
     reqwest::Client::new()
         .get(format!("http://{addr}{path}"))
