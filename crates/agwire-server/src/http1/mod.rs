@@ -701,6 +701,11 @@ async fn write_all(
 
 /// One write, given up as [`End::Stalled`] past `limit`.
 async fn within<T>(limit: Option<Duration>, write: impl Future<Output = T>) -> Result<T, End> {
+    let mut write = std::pin::pin!(write);
+    // Most writes are taken at once: only one that waits arms a timer.
+    if let Poll::Ready(done) = poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await {
+        return Ok(done);
+    }
     match limit {
         Some(limit) => tokio::time::timeout(limit, write)
             .await
