@@ -166,7 +166,6 @@ pub(crate) async fn connection(
     let mut conn = Conn {
         io,
         buf: BytesMut::new(),
-        write_timeout: config.write_timeout,
     };
     match conn.run(peer, app, config, draining).await {
         // A peer that takes nothing would not take the FIN either, and the
@@ -187,7 +186,6 @@ struct Conn {
     /// Bytes read and not used yet (a pipelined request, the start of a
     /// body); unallocated when empty.
     buf: BytesMut,
-    write_timeout: Option<Duration>,
 }
 
 impl Conn {
@@ -203,7 +201,7 @@ impl Conn {
                 Some(Ok(head)) => head,
                 Some(Err(refusal)) => {
                     let answer = head::refusal_response(&refusal);
-                    write_all(&mut self.io, &answer, self.write_timeout).await?;
+                    write_all(&mut self.io, &answer, config.write_timeout).await?;
                     return Err(End::Refused);
                 }
                 None => return Ok(()),
