@@ -1,7 +1,8 @@
 //! The `agwire` binary.
 //!
+//! - `agwire serve`: the agent-run service (the API, the web app at `/`) on
+//!   embedded SQLite, or on PostgreSQL shared by several replicas.
 //! - `agwire run <URL>`: stream a run of any AG-UI endpoint in the terminal.
-//! - `agwire serve`: the agent-run service on embedded SQLite.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -56,10 +57,11 @@ fn init_logs(format: LogFormat, serving: bool) {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve the agent-run service: the API and the web app on
+    /// 127.0.0.1:8080, data in ./agwire-data (SQLite) or PostgreSQL.
+    Serve(serve::ServeArgs),
     /// Run an AG-UI agent and stream its events in the terminal.
     Run(run::RunArgs),
-    /// Serve the agent-run service (127.0.0.1:8080, data in ./agwire-data).
-    Serve(serve::ServeArgs),
 }
 
 #[tokio::main]

@@ -245,7 +245,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         let _ = writeln!(std::io::stdout().lock(), "listening http://{addr}");
     }
     // The API, and the web app at / (agwire-web).
-    let app = service.router().merge(agwire_web::router());
+    let app = service.router_with(agwire_web::router());
     let scheduler = service.engine().clone();
     tokio::spawn(async move { scheduler.schedule_jobs(Duration::from_secs(1)).await });
     let draining = service.clone();

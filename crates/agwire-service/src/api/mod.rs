@@ -72,6 +72,13 @@ async fn authenticate(
 impl Service {
     /// The API routes, and `/openapi.json` describing exactly them.
     pub fn router(&self) -> Router {
+        self.router_with(Router::new())
+    }
+
+    /// The API routes with `pages` beside them (the web app's, say), all
+    /// under the same layers: every request gets a request id and a log
+    /// line, and a path nothing serves is a JSON 404 like every other error.
+    pub fn router_with(&self, pages: Router) -> Router {
         use crate::api::limits::{body_limit, header_limits, json_errors};
         use axum::middleware::from_fn;
         use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
@@ -126,6 +133,8 @@ impl Service {
         let document = ops::Document(doc::finish(document).into());
         router
             .with_state(self.clone())
+            .merge(pages)
+            .fallback(ops::no_endpoint)
             .layer(axum::Extension(document))
             // The limits above are the body limits (axum's default of 2 MB
             // would cut uploads short).

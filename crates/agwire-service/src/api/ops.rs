@@ -1,12 +1,12 @@
 //! For operators: `/healthz`, `/metrics` (Prometheus text), `/openapi.json`.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, Method, Uri, header};
 use axum::response::IntoResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiResult, authenticate};
+use super::{ApiError, ApiResult, authenticate};
 use crate::service::Service;
 
 /// The service is up.
@@ -20,6 +20,8 @@ pub(super) struct Health {
     /// language model, and how to get one).
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<String>,
+    /// Which database holds the runs: `sqlite` (embedded) or `postgres`.
+    database: &'static str,
     /// Which replica answered (several processes on one PostgreSQL
     /// database); absent on an embedded database.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,8 +40,17 @@ pub(super) async fn health(State(service): State<Service>) -> axum::Json<Health>
         status: "ok",
         agent: service.engine.brain.describe(),
         note: service.engine.brain.note(),
+        database: service.engine.store.database(),
         replica: service.engine.store.replica_id(),
     })
+}
+
+/// What a path no route serves answers: a JSON 404 naming what was asked
+/// (the path only: a query may carry a signature). Its detail starts with
+/// "no endpoint", so a client can tell a missing route from a missing
+/// resource.
+pub(super) async fn no_endpoint(method: Method, uri: Uri) -> ApiError {
+    ApiError::not_found(format!("no endpoint {method} {}", uri.path()))
 }
 
 #[utoipa::path(

@@ -328,6 +328,9 @@ pub trait RunStore: Send + Sync {
     /// The runs of a thread, newest first (at most `limit`).
     async fn thread_runs(&self, thread_id: &str, limit: u32) -> Result<Vec<RunRecord>, Error>;
 
+    /// Which database holds the runs: `sqlite` or `postgres`.
+    fn database(&self) -> &'static str;
+
     /// This process's name among those sharing the database (what
     /// `runs.owner` holds for the runs it executes); `None` when it is the
     /// only one.

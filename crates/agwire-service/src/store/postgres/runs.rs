@@ -264,6 +264,10 @@ impl PgStore {
 
 #[async_trait]
 impl RunStore for PgStore {
+    fn database(&self) -> &'static str {
+        "postgres"
+    }
+
     async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error> {
         let start = run.start.cloned();
         let run = Accept::prepare(&run)?;

@@ -11,6 +11,10 @@ use crate::store::{Accepted, Claimed, Ending, NewRun, OnClaim, RunRecord, RunSta
 
 #[async_trait]
 impl RunStore for SqliteStore {
+    fn database(&self) -> &'static str {
+        "sqlite"
+    }
+
     async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error> {
         let accept = crate::store::prepared::Accept::prepare(&run)?;
         let Some(start) = run.start.cloned() else {
