@@ -117,8 +117,11 @@ after(async () => {
  * A browser test: on failure every page it opened is photographed
  * (out/fail-*.png); its contexts are closed after it.
  */
+/** Each browser test fails after two minutes rather than hanging the run. */
+const TEST_TIMEOUT_MS = 120_000;
+
 function browserTest(name, fn) {
-  test(name, async () => {
+  test(name, { timeout: TEST_TIMEOUT_MS }, async () => {
     pages.length = 0;
     try {
       await fn();
@@ -168,7 +171,9 @@ browserTest("a message streams in as Markdown, sanitized", async () => {
   const lengths = new Set();
   const answer = page.locator("[data-testid=assistant-message]").last();
   await page.getByText("You said: hello").waitFor();
+  const until = Date.now() + 30_000;
   while ((await page.locator("[data-testid=progress]").count()) > 0) {
+    assert.ok(Date.now() < until, "the answer was still streaming after 30 s");
     lengths.add((await answer.textContent()).length);
     await page.waitForTimeout(30);
   }

@@ -9,11 +9,7 @@
     clippy::print_stderr
 )]
 
-mod common;
-// `common` samples events from the stream generator; unused here.
-#[path = "../../agwire-core/tests/support/streamgen.rs"]
-#[allow(dead_code, unreachable_pub, clippy::all)]
-mod streamgen;
+use crate::common;
 
 use agwire_codec::negotiate::{Negotiator, PROTO_CONTENT_TYPE, SSE_CONTENT_TYPE, WireFormat};
 use rand::rngs::StdRng;

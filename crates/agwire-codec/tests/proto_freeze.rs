@@ -9,10 +9,7 @@
     clippy::print_stderr
 )]
 
-mod common;
-#[path = "../../agwire-core/tests/support/streamgen.rs"]
-#[allow(dead_code, unreachable_pub, clippy::all)]
-mod streamgen;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

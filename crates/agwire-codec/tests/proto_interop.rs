@@ -18,10 +18,7 @@
     clippy::print_stderr
 )]
 
-mod common;
-#[path = "../../agwire-core/tests/support/streamgen.rs"]
-#[allow(dead_code, unreachable_pub, clippy::all)]
-mod streamgen;
+use crate::common;
 
 use agwire_codec::proto::{FrameDecoder, decode_event, encode_event, encode_frame};
 use rand::rngs::StdRng;

@@ -9,7 +9,7 @@
 //! `../../../shared/agui-spec` from this crate. Without it the test says so
 //! and passes.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -15,7 +15,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use agwire_core::decode::{DecodeMode, decode};
 use agwire_core::pipeline::Pipeline;

@@ -28,9 +28,7 @@
     clippy::print_stderr
 )]
 
-mod common;
-#[path = "support/streamgen.rs"]
-mod streamgen;
+use crate::{common, streamgen};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{Read, Write};

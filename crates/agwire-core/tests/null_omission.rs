@@ -6,7 +6,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use agwire_core::{DecodeMode, Event, decode::decode};
 

@@ -10,7 +10,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use agwire_core::decode::{Decodable, DecodeMode, decode};
 use agwire_core::{Event, Interrupt, Message, ResumeEntry, Role, RunAgentInput, Tool};

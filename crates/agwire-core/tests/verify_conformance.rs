@@ -3,7 +3,7 @@
 //! through the verifier alone. A `failed` stream must be rejected with its
 //! `errorContains`; a `completed` one must pass.
 
-mod common;
+use crate::common;
 
 use agwire_core::Event;
 use agwire_core::verify::Verifier;

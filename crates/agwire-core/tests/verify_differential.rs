@@ -7,7 +7,7 @@
 //! streams is `AGWIRE_VERIFY_DIFF_STREAMS` (default 20000), the seed
 //! `AGWIRE_VERIFY_DIFF_SEED`.
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::process::Command;

@@ -3,10 +3,7 @@
 //! `dojo_interop.rs` asks `@ag-ui/client` itself), and what each feature must
 //! produce.
 
-#[path = "../examples/dojo/agents.rs"]
-#[allow(dead_code)]
-mod agents;
-mod dojo_scenarios;
+use crate::{agents, dojo_scenarios};
 
 use dojo_scenarios::{Format, fold_scenario, scenarios, serve_dojo};
 

@@ -4,10 +4,7 @@
 //! messages and state it folds equal ours and satisfy the feature's checks.
 #![allow(clippy::expect_used)] // the node helper outside #[test] fails loudly by design
 
-#[path = "../examples/dojo/agents.rs"]
-#[allow(dead_code)]
-mod agents;
-mod dojo_scenarios;
+use crate::{agents, dojo_scenarios};
 #[path = "../../agwire-core/tests/common/peers.rs"]
 mod peers;
 

@@ -275,20 +275,26 @@ async fn a_client_that_stops_reading_is_reset_at_the_write_deadline() {
         comes_true(&dropped).await,
         "the response outlived its write deadline"
     );
-    // The connection was reset, not finished: what arrives ends without the
-    // last chunk.
-    let mut seen = Vec::new();
+    // The connection was reset (RST), not closed in order (FIN): once what
+    // the kernel had received is read, the next read fails with
+    // ECONNRESET rather than ending.
+    let mut seen = 0usize;
     let mut buf = vec![0u8; 64 * 1024];
-    loop {
+    let end = loop {
         match tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buf))
             .await
             .expect("closed in time")
         {
-            Ok(0) | Err(_) => break,
-            Ok(n) => seen.extend_from_slice(&buf[..n]),
+            Ok(0) => break None,
+            Ok(n) => seen += n,
+            Err(error) => break Some(error.kind()),
         }
-    }
-    assert!(!seen.ends_with(b"0\r\n\r\n"), "{} bytes", seen.len());
+    };
+    assert_eq!(
+        end,
+        Some(std::io::ErrorKind::ConnectionReset),
+        "the connection ended without a reset after {seen} more bytes"
+    );
 
     // The deadline is for each write, not the response: a client that
     // keeps taking bytes, however slowly, keeps its stream past it.
@@ -312,18 +318,38 @@ async fn a_client_that_stops_reading_is_reset_at_the_write_deadline() {
 
 #[tokio::test]
 async fn a_client_that_says_nothing_is_closed_at_the_head_deadline() {
-    let (addr, _) =
-        start(ServeConfig::default().header_read_timeout(Some(Duration::from_millis(200)))).await;
-    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let deadline = Duration::from_millis(200);
+    let (addr, _) = start(ServeConfig::default().header_read_timeout(Some(deadline))).await;
+    // Each is closed at the deadline, not before it: the server's clock
+    // starts after the client's, so the lower bound holds however slow the
+    // machine is.
+    let opened = tokio::time::Instant::now();
+    let closed = |mut socket: TcpStream| async move {
+        let text = read_to_end(&mut socket).await;
+        (text, opened.elapsed())
+    };
+    let silent = TcpStream::connect(addr).await.unwrap();
     let mut half = TcpStream::connect(addr).await.unwrap();
     half.write_all(b"GET /hello HTTP/1.1\r\nho").await.unwrap();
-    assert_eq!(read_to_end(&mut silent).await, "");
-    assert_eq!(read_to_end(&mut half).await, "");
+    let (silent, half) = tokio::join!(closed(silent), closed(half));
+    for (what, (text, after)) in [("silent", silent), ("half a head", half)] {
+        assert_eq!(text, "", "{what}");
+        assert!(
+            after >= deadline,
+            "{what}: closed after {after:?}, before the {deadline:?} deadline"
+        );
+    }
     // Between requests too: the deadline is the idle timeout.
     let mut idle = TcpStream::connect(addr).await.unwrap();
+    let asked = tokio::time::Instant::now();
     idle.write_all(b"GET /hello HTTP/1.1\r\nhost: a\r\n\r\n")
         .await
         .unwrap();
     let text = read_to_end(&mut idle).await;
     assert!(text.ends_with("hello"), "{text}");
+    assert!(
+        asked.elapsed() >= deadline,
+        "an idle connection closed after {:?}, before the {deadline:?} deadline",
+        asked.elapsed()
+    );
 }

@@ -7,7 +7,7 @@
 //! `Location`, `Last-Event-ID` that is not a number.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -22,8 +22,8 @@ use tokio::net::TcpStream;
 /// A service whose timeouts are short enough to watch.
 async fn impatient() -> SocketAddr {
     let mut config = Config::default();
-    config.http.header_read_timeout_seconds = 1;
-    config.http.request_timeout_seconds = 1;
+    config.http.header_read_timeout_seconds = PATIENCE.as_secs();
+    config.http.request_timeout_seconds = PATIENCE.as_secs();
     start(&config, BuiltinAgent::default(), Auth::none())
         .await
         .addr
@@ -33,6 +33,15 @@ async fn impatient() -> SocketAddr {
 /// the test if the connection is still open after `bound` (the limits under
 /// test are a second; without them it stays open forever).
 async fn read_until_closed(tcp: &mut TcpStream, bound: Duration) -> Vec<u8> {
+    read_until_closed_since(tcp, Instant::now(), bound).await.0
+}
+
+/// The same, and how long after `since` the connection closed.
+async fn read_until_closed_since(
+    tcp: &mut TcpStream,
+    since: Instant,
+    bound: Duration,
+) -> (Vec<u8>, Duration) {
     let mut received = Vec::new();
     let started = Instant::now();
     let read = async {
@@ -50,8 +59,12 @@ async fn read_until_closed(tcp: &mut TcpStream, bound: Duration) -> Vec<u8> {
             started.elapsed()
         )
     });
-    received
+    (received, since.elapsed())
 }
+
+/// The timeouts of [`impatient`]: each connection below is cut at one, and
+/// not before it.
+const PATIENCE: Duration = Duration::from_secs(1);
 
 /// Status and JSON body of a raw HTTP/1.1 response.
 fn parse(response: &[u8]) -> (u16, Value) {
@@ -69,6 +82,9 @@ fn parse(response: &[u8]) -> (u16, Value) {
 async fn silent_stalled_and_idle_connections_are_closed() {
     let addr = impatient().await;
     let bound = Duration::from_secs(10);
+    // The server's clocks start after this one: each connection must stay
+    // open at least the timeout after it.
+    let opened = Instant::now();
     // Connects and says nothing.
     let mut silent = TcpStream::connect(addr).await.unwrap();
     // Sends half its headers.
@@ -82,11 +98,17 @@ async fn silent_stalled_and_idle_connections_are_closed() {
     idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
         .await
         .unwrap();
-    let (a, b, c) = tokio::join!(
-        read_until_closed(&mut silent, bound),
-        read_until_closed(&mut partial, bound),
-        read_until_closed(&mut idle, bound),
+    let ((a, after_a), (b, after_b), (c, after_c)) = tokio::join!(
+        read_until_closed_since(&mut silent, opened, bound),
+        read_until_closed_since(&mut partial, opened, bound),
+        read_until_closed_since(&mut idle, opened, bound),
     );
+    for (what, after) in [("silent", after_a), ("partial", after_b), ("idle", after_c)] {
+        assert!(
+            after >= PATIENCE,
+            "{what}: closed after {after:?}, before its {PATIENCE:?} timeout"
+        );
+    }
     assert!(a.is_empty(), "{}", String::from_utf8_lossy(&a));
     // hyper answers a header timeout with a bare 408 or nothing; either
     // way the connection is gone.
@@ -113,13 +135,19 @@ async fn a_huge_declared_body_is_refused_at_once_and_a_short_one_times_out() {
         )
     );
     // 100 bytes declared, 10 sent, then silence: 408 once the request's
-    // time is up, and the connection closes.
+    // time is up (and not before), and the connection closes.
+    let opened = Instant::now();
     let mut short = TcpStream::connect(addr).await.unwrap();
     short
         .write_all(b"PATCH /api/v1/me/profile HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"settings\"")
         .await
         .unwrap();
-    let answer = read_until_closed(&mut short, Duration::from_secs(10)).await;
+    let (answer, after) =
+        read_until_closed_since(&mut short, opened, Duration::from_secs(10)).await;
+    assert!(
+        after >= PATIENCE,
+        "answered after {after:?}, before the {PATIENCE:?} request timeout"
+    );
     let (status, detail) = parse(&answer);
     assert_eq!(status, 408, "{}", String::from_utf8_lossy(&answer));
     assert!(detail["detail"].is_string(), "{detail}");

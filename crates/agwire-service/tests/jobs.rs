@@ -4,12 +4,11 @@
 //! (replicas) on one database.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
 use agwire_service::auth::Auth;
-use agwire_service::store::{JobStore, SqliteStore, ThreadStore};
 use agwire_service::{BuiltinAgent, Config, Service};
 use common::{start, wait_status};
 use jiff::{SignedDuration, Timestamp};
@@ -317,65 +316,4 @@ async fn nobody_else_can_take_a_jobs_thread() {
         .await
         .unwrap();
     assert_ne!(moved["nextRunAt"], job["nextRunAt"], "the job moved on");
-}
-
-/// A database written before job threads were created with their job: a
-/// job whose thread does not exist gets it (its owner's); a job whose thread
-/// another user already took moves to a fresh thread of its own.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn older_databases_give_every_job_a_thread_of_its_owner() {
-    let dir = common::data_dir("jobs-migrate");
-    let path = dir.join("agwire.db");
-    drop(SqliteStore::open(&path).await.unwrap());
-    // Back to the schema before the fix, with the two kinds of jobs it allowed.
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .unwrap();
-    let job = |id: &str, thread: &str| {
-        format!(
-            "INSERT INTO automation_jobs (id, user_id, name, schedule, timezone, prompt, config, enabled, thread_id, next_run_at, created_at, updated_at) \
-             VALUES ('{id}', 'alice', 'n', '{{\"every_seconds\":3600}}', 'UTC', 'p', '{{}}', 1, '{thread}', 1, 1, 1)"
-        )
-    };
-    for sql in [
-        "PRAGMA user_version = 7".to_owned(),
-        // (Undo what later migrations added.)
-        "ALTER TABLE runs DROP COLUMN runtime_mode".to_owned(),
-        "ALTER TABLE runs DROP COLUMN client_time".to_owned(),
-        job("fresh", "thread-fresh"),
-        job("taken", "thread-taken"),
-        "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('thread-taken', 'bob', 1, 1)".to_owned(),
-    ] {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-            .execute(&pool)
-            .await
-            .unwrap();
-    }
-    pool.close().await;
-    let store = SqliteStore::open(&path).await.unwrap();
-    let fresh = store.job("alice", "fresh").await.unwrap().unwrap();
-    assert_eq!(fresh.thread_id, "thread-fresh");
-    assert_eq!(
-        store.thread_owner("thread-fresh").await.unwrap().as_deref(),
-        Some("alice")
-    );
-    let taken = store.job("alice", "taken").await.unwrap().unwrap();
-    assert_ne!(taken.thread_id, "thread-taken");
-    assert!(
-        uuid::Uuid::parse_str(&taken.thread_id).is_ok(),
-        "{}",
-        taken.thread_id
-    );
-    assert_eq!(
-        store
-            .thread_owner(&taken.thread_id)
-            .await
-            .unwrap()
-            .as_deref(),
-        Some("alice")
-    );
-    assert_eq!(
-        store.thread_owner("thread-taken").await.unwrap().as_deref(),
-        Some("bob")
-    );
 }

@@ -6,7 +6,7 @@
 //! stops generation, and runs share the model.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -109,6 +109,10 @@ async fn the_router_under_its_schema_always_names_a_catalogue_agent() {
     let _turn = TURN.lock().await;
     let catalogue = RuntimeConfig::builtin();
     let mut chosen = std::collections::BTreeMap::<String, usize>::new();
+    let schema = route_request(&catalogue, "")
+        .response_schema
+        .expect("the router asks for a schema");
+    let validator = jsonschema::validator_for(&schema).unwrap();
     let answers: Vec<_> = futures_util::stream::iter(prompts())
         .map(|prompt| {
             let request = route_request(&catalogue, &prompt);
@@ -125,6 +129,14 @@ async fn the_router_under_its_schema_always_names_a_catalogue_agent() {
         .await;
     assert_eq!(answers.len(), 100);
     for (prompt, answer) in answers {
+        // The raw text, judged by the route's schema: the grammar, not the
+        // lenient parser (which strips fences and takes bare names), makes
+        // it an answer.
+        let value: Value = serde_json::from_str(&answer.text)
+            .unwrap_or_else(|e| panic!("{prompt:?} → {:?} is not JSON: {e}", answer.text));
+        if let Err(error) = validator.validate(&value) {
+            panic!("{prompt:?} → {value} breaks the route schema {schema}: {error}");
+        }
         let agent = routed(&catalogue, &answer.text)
             .unwrap_or_else(|| panic!("{prompt:?} → {:?} names no agent", answer.text));
         *chosen.entry(agent.name.clone()).or_default() += 1;
@@ -245,9 +257,14 @@ async fn a_dropped_answer_stops_generating_at_the_next_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conversation_over_http_with_two_runs_at_once() {
-    let Some(model) = shared() else { return };
+    let Some(path) = model_path() else { return };
     let _turn = TURN.lock().await;
-    let model: Arc<dyn ChatModel> = model;
+    // A model of its own: what it counts is this test's.
+    let mut config = LocalConfig::new(path);
+    config.parallel = 2;
+    config.threads = 1;
+    let local = Arc::new(LocalModel::load(config).unwrap());
+    let model: Arc<dyn ChatModel> = local.clone();
     let server = start_brain(Arc::new(LlmBrain::new(model.clone(), model))).await;
     let health = common::get_json(server.addr, "/healthz").await;
     assert_eq!(health["agent"], "local:SmolLM2-135M-Instruct.Q4_1");
@@ -271,6 +288,8 @@ async fn a_conversation_over_http_with_two_runs_at_once() {
         verified(log, input);
         assert!(finished(log), "{log:?}");
     }
+    // They ran at once: both slots generated at the same time.
+    assert_eq!(local.stats().most_at_once, 2, "{:?}", local.stats());
     let said = said(&log_a);
     assert!(!said.trim().is_empty(), "{log_a:?}");
     // The next turn of the same thread (the service adds its history).

@@ -6,7 +6,7 @@
 //! seed 004's endpoint and through the official `HttpAgent`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! list `/openapi.json` describes.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -170,9 +170,8 @@ async fn cancelling_a_running_run_ends_it_cancelled_with_what_it_said() {
     let thread = uuid::Uuid::new_v4().to_string();
     let text = "a b c d e f g h i j k l m n o p q r s t u v w x y z";
     post(addr, &body(&thread, "long", text), None).await;
-    // Let it say a little, then stop it.
-    wait_status(addr, "long", "running").await;
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Once it has said something (seen on its stream), stop it.
+    common::wait_for_text(addr, "long").await;
     let answer = cancel(addr, "long").await;
     assert_eq!(answer, json!({"runId": "long", "cancelRequested": true}));
     let log = events(addr, "long", None).await;
@@ -461,8 +460,8 @@ async fn openapi_describes_exactly_the_routes_the_router_answers() {
             "dangling $ref {name}"
         );
     }
-    // And the router answers each of them (a route it lacks would be a bare
-    // 404 or 405 without our `detail` body).
+    // And the router answers each of them: a route it lacks is a 405, or
+    // the fallback's 404 ("no endpoint …"), never a resource's own 404.
     let client = reqwest::Client::new();
     for (method, path) in &described {
         let path = path.replace("{runId}", "none").replace("{id}", "none");
@@ -478,8 +477,25 @@ async fn openapi_describes_exactly_the_routes_the_router_answers() {
         assert_ne!(status, 405, "{method} {path}");
         if status == 404 {
             let body: Value = response.json().await.unwrap();
-            assert!(body["detail"].is_string(), "{method} {path}: {body}");
+            let detail = body["detail"].as_str().unwrap_or_default();
+            assert!(
+                !detail.is_empty() && !detail.starts_with("no endpoint"),
+                "{method} {path} is not routed: {body}"
+            );
         }
+    }
+    // A path nothing serves is a JSON 404 with a request id, like any error.
+    for path in ["/nope", "/api/v1/nope", "/api/v1/agent/runs/x/nope"] {
+        let response = client
+            .get(format!("http://{addr}{path}?sig=secret"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 404, "{path}");
+        assert_eq!(response.headers()["content-type"], "application/json");
+        assert!(response.headers().contains_key("x-request-id"), "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body, json!({"detail": format!("no endpoint GET {path}")}));
     }
 }
 
@@ -494,7 +510,7 @@ async fn a_client_that_drops_its_post_never_strands_a_committed_run() {
     let server = start(&Config::default(), BuiltinAgent::default(), Auth::none()).await;
     let addr = server.addr;
     let mut posted = Vec::new();
-    let mut rng = rand::rng();
+    let mut rng = common::seeded_rng("a_client_that_drops_its_post_never_strands_a_committed_run");
     for round in 0..30 {
         let mut drops = Vec::new();
         for i in 0..10 {

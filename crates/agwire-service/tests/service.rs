@@ -1,17 +1,18 @@
-//! The service over real HTTP on loopback with a real SQLite file: accept →
+//! The service over real HTTP on loopback, on a real database (SQLite, or
+//! PostgreSQL with `AGWIRE_TEST_STORE=postgres`): accept →
 //! 202 → the run executes in the background → its log streams, resumes from
 //! every cut point, and replays when finished; the POST can stream directly
 //! (the official `HttpAgent` consumes it); errors are the seed's.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // helpers outside #[test] fns; the store is announced
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
 use agwire_client::core::pipeline::Pipeline;
 use agwire_client::core::{Event, RunAgentInput};
 use agwire_codec::sse::SseEventDecoder;
-use agwire_service::store::{Admission, NewRun, RunStatus, RunStore, SqliteStore};
+use agwire_service::store::{Admission, NewRun, RunStatus};
 use agwire_service::{BuiltinAgent, Service};
 use common::{body, events, post, reqwest_like, serve, sse_with_ids};
 use serde_json::{Value, json};
@@ -209,8 +210,7 @@ async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
     };
     use agwire_service::store::Ending;
     use agwire_service::validate::{Rules, validate_run};
-    let dir = common::data_dir("restart");
-    let db = dir.join("agwire.db");
+    let database = common::Database::fresh("restart").await;
     let thread = |_: &str| uuid::Uuid::new_v4().to_string();
     let threads: Vec<(String, &str)> = ["accepted", "claimed", "streaming", "ended"]
         .into_iter()
@@ -218,7 +218,11 @@ async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
         .collect();
     let mut said_before = Vec::new();
     {
-        let store = SqliteStore::open(&db).await.unwrap();
+        // The process that crashes: on PostgreSQL its leases run out a
+        // second after it stops, and a survivor ends what it left.
+        let store = database
+            .open_with_lease(std::time::Duration::from_secs(1))
+            .await;
         let valid = |b: Value| {
             validate_run(b.to_string().as_bytes(), &Rules::default())
                 .unwrap()
@@ -290,18 +294,9 @@ async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
         let input = valid(body(thread, stage, "hello"));
         store.accept_run(new_run(&input, stage, 4)).await.unwrap();
     }
-    let store = Arc::new(SqliteStore::open(&db).await.unwrap());
-    let service = Service::new(store, Arc::new(BuiltinAgent::default()));
+    let service = Service::new(database.open().await, Arc::new(BuiltinAgent::default()));
     service.start().await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = service.router();
-    tokio::spawn(async move {
-        let http = agwire_service::config::HttpConfig::default();
-        agwire_service::server::serve(listener, app, &http, std::future::pending())
-            .await
-            .unwrap();
-    });
+    let addr = common::listen(&service).await;
 
     for (thread, stage) in &threads {
         let log = events(addr, stage, None).await;
@@ -595,23 +590,13 @@ async fn attachments_upload_sign_verify_and_reappear_freshly_signed_in_history()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_auth_every_endpoint_is_per_user() {
     use agwire_service::auth::{Auth, sign_jwt};
-    let dir = std::env::temp_dir().join(format!("agwire-auth-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = Arc::new(SqliteStore::open(&dir.join("agwire.db")).await.unwrap());
-    let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
-    let service = Service::new(store, Arc::new(BuiltinAgent::default()))
-        .with_attachments(attachments)
-        .with_auth(Auth::jwt(b"test-secret".to_vec()));
-    service.start().await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = service.router();
-    tokio::spawn(async move {
-        let http = agwire_service::config::HttpConfig::default();
-        agwire_service::server::serve(listener, app, &http, std::future::pending())
-            .await
-            .unwrap();
-    });
+    let server = common::start(
+        &agwire_service::Config::default(),
+        BuiltinAgent::default(),
+        Auth::jwt(b"test-secret".to_vec()),
+    )
+    .await;
+    let addr = server.addr;
 
     let far = jiff::Timestamp::now().as_second() + 3600;
     let alice = format!("Bearer {}", sign_jwt(b"test-secret", "alice", far));
@@ -792,4 +777,29 @@ fn new_run<'a>(input: &'a agwire_core::RunAgentInput, hash: &'a str, now_ms: i64
         now_ms,
         start: None,
     }
+}
+
+/// The store these suites run on, as the service itself reports it
+/// (`/healthz`): the test command runs them on SQLite, then again with
+/// `AGWIRE_TEST_STORE=postgres`, and this test's output says which ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_under_test_is_the_one_asked_for() {
+    let server = common::start(
+        &agwire_service::Config::default(),
+        BuiltinAgent::default(),
+        agwire_service::auth::Auth::none(),
+    )
+    .await;
+    let health = common::get_json(server.addr, "/healthz").await;
+    let asked = if common::on_postgres() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    assert_eq!(health["database"], asked, "{health}");
+    assert_eq!(server.database.postgres.is_some(), asked == "postgres");
+    eprintln!(
+        "the service suites run on {asked}: {}",
+        server.database.describe()
+    );
 }

@@ -6,8 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-#[path = "support/pg_database.rs"]
-mod pg_database;
+use crate::common::pg_database;
 
 use agwire_core::{
     BaseEvent, Event, Message, RunAgentInput, RunErrorEvent, RunFinishedEvent,
@@ -923,7 +922,71 @@ async fn latest_thread_is_the_users_most_recently_active_one() {
 /// SQLite alone: the file is the database.
 mod sqlite {
     use super::*;
-    use agwire_service::store::RunStore;
+    use agwire_service::store::{JobStore, RunStore, ThreadStore};
+
+    /// SQLite's migrations: a database written before job threads were
+    /// created with their job — a job whose thread does not exist gets it
+    /// (its owner's); a job whose thread another user already took moves to
+    /// a fresh thread of its own. (PostgreSQL's schema had job threads from
+    /// its first migration.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn older_databases_give_every_job_a_thread_of_its_owner() {
+        let dir = std::env::temp_dir().join(format!("agwire-contract-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("agwire.db");
+        drop(SqliteStore::open(&path).await.unwrap());
+        // Back to the schema before the fix, with the two kinds of jobs it allowed.
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
+        let job = |id: &str, thread: &str| {
+            format!(
+                "INSERT INTO automation_jobs (id, user_id, name, schedule, timezone, prompt, config, enabled, thread_id, next_run_at, created_at, updated_at) \
+                 VALUES ('{id}', 'alice', 'n', '{{\"every_seconds\":3600}}', 'UTC', 'p', '{{}}', 1, '{thread}', 1, 1, 1)"
+            )
+        };
+        for sql in [
+            "PRAGMA user_version = 7".to_owned(),
+            // (Undo what later migrations added.)
+            "ALTER TABLE runs DROP COLUMN runtime_mode".to_owned(),
+            "ALTER TABLE runs DROP COLUMN client_time".to_owned(),
+            job("fresh", "thread-fresh"),
+            job("taken", "thread-taken"),
+            "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('thread-taken', 'bob', 1, 1)".to_owned(),
+        ] {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        pool.close().await;
+        let store = SqliteStore::open(&path).await.unwrap();
+        let fresh = store.job("alice", "fresh").await.unwrap().unwrap();
+        assert_eq!(fresh.thread_id, "thread-fresh");
+        assert_eq!(
+            store.thread_owner("thread-fresh").await.unwrap().as_deref(),
+            Some("alice")
+        );
+        let taken = store.job("alice", "taken").await.unwrap().unwrap();
+        assert_ne!(taken.thread_id, "thread-taken");
+        assert!(
+            uuid::Uuid::parse_str(&taken.thread_id).is_ok(),
+            "{}",
+            taken.thread_id
+        );
+        assert_eq!(
+            store
+                .thread_owner(&taken.thread_id)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("alice")
+        );
+        assert_eq!(
+            store.thread_owner("thread-taken").await.unwrap().as_deref(),
+            Some("bob")
+        );
+    }
 
     #[tokio::test]
     async fn data_survives_reopening_and_a_newer_schema_is_refused() {
@@ -1367,7 +1430,24 @@ async fn a_batch_postgresql_undid_goes_again_call_by_call() {
             (a.unwrap(), b.unwrap())
         }
     });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Until the batch waits for the high run's lock (seen in
+    // pg_stat_activity, not guessed with a sleep).
+    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut watcher = sqlx::PgConnection::connect(&database.url).await.unwrap();
+    while sqlx::query_scalar::<_, i64>(waiting)
+        .fetch_one(&mut watcher)
+        .await
+        .unwrap()
+        == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the batch never waited for the lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     // Now the other transaction waits for the low run: a circle, which
     // PostgreSQL breaks by undoing the batch (it waited first).
     sqlx::query(lock)
@@ -1380,11 +1460,22 @@ async fn a_batch_postgresql_undid_goes_again_call_by_call() {
     for (_, _, task) in &tasks {
         assert_eq!(store.events_after(task, 0).await.unwrap().len(), 1);
     }
-    let deadlocks: i64 = sqlx::query_scalar(
-        "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
-    )
-    .fetch_one(&mut other)
-    .await
-    .unwrap();
-    assert_eq!(deadlocks, 1, "the batch was undone by a deadlock");
+    // The statistics reach pg_stat_database when the backend that saw the
+    // deadlock reports them (within a second or so): polled, bounded. Each
+    // query outside a transaction reads a fresh snapshot of them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut seen;
+    loop {
+        seen = sqlx::query_scalar::<_, i64>(
+            "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
+        )
+        .fetch_one(&mut watcher)
+        .await
+        .unwrap();
+        if seen > 0 || std::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, 1, "the batch was undone by a deadlock");
 }

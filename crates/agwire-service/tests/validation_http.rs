@@ -3,7 +3,7 @@
 //! examples accepted, and nothing stored for any rejected request.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
 
-mod common;
+use crate::common;
 
 use agwire_service::auth::Auth;
 use agwire_service::{BuiltinAgent, Config};

@@ -3,21 +3,25 @@
 //! replica than the one that accepted it, followers that drop their
 //! connection at random resume with `Last-Event-ID` on yet another one, a
 //! cancel posted to a replica that does not execute the run, and one
-//! replica killed with SIGKILL in the middle. Afterwards every accepted run
-//! is terminal with a valid log, every client saw each event exactly once,
-//! and every user message is in its thread exactly once.
+//! replica killed with SIGKILL in the middle — while it executes runs and
+//! streams to followers. Afterwards every accepted run is terminal with a
+//! valid log, exactly the runs the killed replica was executing ended
+//! `server_restart`, the streams it served resumed on the others, every
+//! client saw each event exactly once, and every user message is in its
+//! thread exactly once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agwire_client::core::{DecodeMode, Event};
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
-mod support;
-use support::{Serve, body, checked_log, data_dir, get, serve};
+use crate::support;
+use support::{Serve, body, checked_log, data_dir, get, seeded_rng, serve};
 
 #[path = "../../agwire-service/tests/support/pg_database.rs"]
 mod pg_database;
@@ -25,29 +29,56 @@ use pg_database::PgDatabase;
 
 const RUNS: usize = 300;
 const LEASE_SECONDS: u64 = 3;
+/// The replica killed (the last of three).
+const VICTIM: usize = 2;
 
 /// What a follower saw of one run, across all its connections.
 #[derive(Debug, Default)]
 struct Seen {
     ids: Vec<u64>,
     connections: usize,
+    /// Connections that ended (cut off, or closed) before the run's
+    /// terminal event without the follower leaving: each was resumed on
+    /// another replica.
+    cut_off: usize,
 }
 
-/// Follows `run` from `bases[start]`, dropping the connection at random and
-/// resuming with `Last-Event-ID` on the next replica (skipping any that is
-/// gone), until the run's terminal event.
+/// Followers connected to the victim now, still waiting for their run's
+/// end and never leaving on their own: each is cut off by the kill.
+static WAITING_ON_VICTIM: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a follower in [`WAITING_ON_VICTIM`] while it lives.
+struct OnVictim;
+impl OnVictim {
+    fn new() -> Self {
+        WAITING_ON_VICTIM.fetch_add(1, Ordering::SeqCst);
+        Self
+    }
+}
+impl Drop for OnVictim {
+    fn drop(&mut self) {
+        WAITING_ON_VICTIM.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Follows `run` from `bases[start]`, dropping the connection at random
+/// (`seed`) and resuming with `Last-Event-ID` on the next replica (skipping
+/// any that is gone), until the run's terminal event.
 async fn follow(
     client: reqwest::Client,
     bases: Arc<Vec<String>>,
     start: usize,
     run: String,
+    seed: u64,
 ) -> Seen {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut seen = Seen::default();
     let mut replica = start;
     let deadline = Instant::now() + Duration::from_secs(120);
     'connections: loop {
         assert!(Instant::now() < deadline, "{run}: never saw its end");
-        let base = &bases[replica % bases.len()];
+        let on = replica % bases.len();
+        let base = &bases[on];
         replica += 1;
         let mut request = client.get(format!("{base}/api/v1/agent/runs/{run}/events"));
         if let Some(last) = seen.ids.last() {
@@ -59,17 +90,19 @@ async fn follow(
         assert_eq!(response.status().as_u16(), 200, "{run} on {base}");
         seen.connections += 1;
         // Leave after a random number of frames (often never).
-        let leave_after = if rand::rng().random_bool(0.3) {
-            rand::rng().random_range(1..6)
+        let leave_after = if rng.random_bool(0.3) {
+            rng.random_range(1..6)
         } else {
             usize::MAX
         };
+        let _waiting = (on == VICTIM && leave_after == usize::MAX).then(OnVictim::new);
         let mut decoder = agwire_codec::sse::SseDecoder::new();
         let mut taken = 0;
         loop {
             // Cut off (a replica killed) or ended without the terminal
             // event: resume elsewhere.
             let Ok(Some(chunk)) = response.chunk().await else {
+                seen.cut_off += 1;
                 continue 'connections;
             };
             let mut frames = Vec::new();
@@ -90,6 +123,28 @@ async fn follow(
             }
         }
     }
+}
+
+/// Polls `condition` every 20 ms until it holds; fails after `bound`.
+async fn until<F: Future<Output = bool>>(
+    what: &str,
+    bound: Duration,
+    mut condition: impl FnMut() -> F,
+) {
+    let deadline = Instant::now() + bound;
+    while !condition().await {
+        assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Sends `signal` to `child`.
+fn signal(child: &std::process::Child, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {signal}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -114,6 +169,8 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
         })
         .collect();
     let bases: Arc<Vec<String>> = Arc::new(replicas.iter().map(|r| r.base.clone()).collect());
+    let mut rng =
+        seeded_rng("three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill");
     let client = reqwest::Client::new();
     let mut names = Vec::new();
     for base in bases.iter() {
@@ -172,13 +229,43 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
     let mut accepted: BTreeMap<String, String> = BTreeMap::new(); // run -> thread
     let mut followers = Vec::new();
     let mut killed = false;
+    let mut owned_at_kill = BTreeSet::new();
     for i in 0..RUNS {
         if i == RUNS / 3 {
-            // SIGKILL the third replica while a third of the runs are in
-            // flight: its running runs are abandoned, its queued ones are
-            // the survivors' to execute.
-            let victim = &mut replicas[2];
-            victim.child.kill().unwrap();
+            // SIGKILL the third replica once a third of the runs are in
+            // flight, and only while it executes runs and streams to a
+            // follower that waits for its run's end: its running runs are
+            // abandoned, its queued ones are the survivors' to execute,
+            // its followers resume elsewhere.
+            let victim = &mut replicas[VICTIM];
+            let executing = "SELECT run_id FROM runs WHERE owner = $1 AND status = 'running' \
+                             AND run_id LIKE 'run-%'";
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while owned_at_kill.is_empty() {
+                assert!(
+                    Instant::now() < deadline,
+                    "the victim never executed and streamed at once"
+                );
+                if WAITING_ON_VICTIM.load(Ordering::SeqCst) == 0 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+                // Stopped first, so that what it executes can be read
+                // before the kill and cannot change after; let go again if
+                // it executes nothing right now.
+                signal(&victim.child, "-STOP");
+                owned_at_kill = sqlx::query_scalar::<_, String>(executing)
+                    .bind(&names[VICTIM])
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .collect();
+                if owned_at_kill.is_empty() {
+                    signal(&victim.child, "-CONT");
+                }
+            }
+            victim.child.kill().unwrap(); // SIGKILL
             victim.child.wait().unwrap();
             killed = true;
         }
@@ -200,7 +287,13 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
         accepted.insert(run.clone(), thread);
         followers.push((
             run.clone(),
-            tokio::spawn(follow(client.clone(), bases.clone(), i + 1, run)),
+            tokio::spawn(follow(
+                client.clone(),
+                bases.clone(),
+                i + 1,
+                run,
+                rng.random(),
+            )),
         ));
     }
 
@@ -215,19 +308,25 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
         .unwrap();
     assert_eq!(posted.status().as_u16(), 202);
     // Wait for it to start, and ask a replica that does not execute it.
-    let owner = loop {
-        let owner: Option<String> = sqlx::query_scalar(
-            "SELECT owner FROM runs WHERE run_id = 'to-cancel' AND status = 'running'",
-        )
-        .fetch_optional(&pool)
-        .await
-        .unwrap()
-        .flatten();
-        if let Some(owner) = owner {
-            break owner;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let owner = std::sync::Mutex::new(String::new());
+    until(
+        "the run to cancel starts",
+        Duration::from_secs(60),
+        || async {
+            let found: Option<String> = sqlx::query_scalar(
+                "SELECT owner FROM runs WHERE run_id = 'to-cancel' AND status = 'running'",
+            )
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+            .flatten();
+            let started = found.is_some();
+            *owner.lock().unwrap() = found.unwrap_or_default();
+            started
+        },
+    )
+    .await;
+    let owner = owner.into_inner().unwrap();
     let executing = names.iter().position(|n| *n == owner).unwrap();
     assert_ne!(executing, 2, "the killed replica executes nothing");
     let elsewhere = 1 - executing;
@@ -243,6 +342,7 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
 
     let mut saw_every_event_once = 0;
     let mut resumed = 0;
+    let mut cut_off = 0;
     let mut logs: BTreeMap<String, Vec<Event>> = BTreeMap::new();
     for (run, follower) in followers {
         let seen = follower.await.unwrap();
@@ -256,6 +356,7 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
         );
         saw_every_event_once += 1;
         resumed += usize::from(seen.connections > 1);
+        cut_off += seen.cut_off;
         logs.insert(run, log);
     }
     // Every user message in its thread exactly once (any replica answers).
@@ -298,17 +399,30 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
             .await
             .unwrap();
     assert_eq!(active, 0);
-    let interrupted = logs
-        .values()
-        .filter(|log| {
+    // Exactly the runs the victim executed at the kill were interrupted,
+    // each ended by a survivor with `server_restart`.
+    let interrupted: BTreeSet<String> = logs
+        .iter()
+        .filter(|(_, log)| {
             matches!(log.last(), Some(Event::RunError(e)) if e.code.as_deref() == Some("server_restart"))
         })
-        .count();
+        .map(|(run, _)| run.clone())
+        .collect();
+    assert_eq!(
+        interrupted, owned_at_kill,
+        "interrupted runs vs the victim's"
+    );
+    // Streams the kill cut off resumed on another replica (and, above, saw
+    // every event exactly once).
+    assert!(cut_off > 0, "no stream was cut off by the kill");
     pool.close().await;
     eprintln!(
         "3 replicas, one killed: {} runs accepted, {saw_every_event_once} followed exactly once \
-         ({resumed} resumed on another replica), {interrupted} interrupted by the kill",
-        accepted.len()
+         ({resumed} resumed on another replica, {cut_off} connections cut off), {} interrupted \
+         by the kill: the {} it was executing",
+        accepted.len(),
+        interrupted.len(),
+        owned_at_kill.len()
     );
 }
 

@@ -4,7 +4,6 @@
 //! file is read and a typo in it refuses to start.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -12,8 +11,10 @@ use std::time::Duration;
 use agwire_client::core::{Event, RunFinishedOutcome};
 use serde_json::{Value, json};
 
-mod support;
-use support::{body, checked_log, data_dir, get, post, serve, wait_final};
+use crate::support;
+use support::{
+    body, checked_log, data_dir, first_line, get, output_within, post, serve, wait_final,
+};
 
 fn sigterm(child: &Child) {
     let ok = Command::new("kill")
@@ -25,13 +26,7 @@ fn sigterm(child: &Child) {
 }
 
 fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    for _ in 0..3000 {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("agwire serve did not exit");
+    support::wait_exit(child, Duration::from_secs(30))
 }
 
 const WORDS: &str = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty";
@@ -377,21 +372,23 @@ fn a_config_file_is_read_and_a_typo_refuses_to_start() {
     let server = serve(&dir, &["--config", file.to_str().unwrap()], &[]);
     drop(server);
     std::fs::write(&file, "[runs]\nbusy_threads = \"enqueue\"\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_agwire"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--config"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = output_within(
+        Command::new(env!("CARGO_BIN_EXE_agwire"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--config"])
+            .arg(&file),
+        Duration::from_secs(30),
+    );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("busy_threads"), "{stderr}");
     // A public address without auth is refused before anything binds.
-    let out = Command::new(env!("CARGO_BIN_EXE_agwire"))
-        .args(["serve", "--addr", "0.0.0.0:0", "--data-dir"])
-        .arg(&dir)
-        .env_remove("AGWIRE_JWT_SECRET")
-        .output()
-        .unwrap();
+    let out = output_within(
+        Command::new(env!("CARGO_BIN_EXE_agwire"))
+            .args(["serve", "--addr", "0.0.0.0:0", "--data-dir"])
+            .arg(&dir)
+            .env_remove("AGWIRE_JWT_SECRET"),
+        Duration::from_secs(30),
+    );
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("refusing to listen"),
@@ -643,10 +640,7 @@ async fn logs_one_line_per_request_and_per_run_plain_or_json() {
             command.args(["--log-format", "json"]);
         }
         let mut child = command.spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let line = first_line(&mut child, Duration::from_secs(60));
         let base = line.trim().strip_prefix("listening ").unwrap().to_owned();
         let client = reqwest::Client::new();
         let thread = uuid::Uuid::new_v4().to_string();
@@ -655,12 +649,27 @@ async fn logs_one_line_per_request_and_per_run_plain_or_json() {
             202
         );
         wait_final(&client, &base, "logged").await;
+        // Paths nothing serves (the API's and the web app's side): a JSON
+        // 404 with a request id, and a request line like any other answer.
+        let mut missing = Vec::new();
+        for path in ["/nope", "/api/v1/nope"] {
+            let response = client.get(format!("{base}{path}")).send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 404, "{path}");
+            assert_eq!(response.headers()["content-type"], "application/json");
+            let id = response.headers()["x-request-id"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            let answer: Value = response.json().await.unwrap();
+            assert_eq!(answer, json!({"detail": format!("no endpoint GET {path}")}));
+            missing.push((path, id));
+        }
         // The run's line is written when it ends; give the writer a moment
-        // by waiting for it to show up.
+        // by waiting for it (and the 404s' lines) to show up.
         let mut text = String::new();
         for _ in 0..500 {
             text = std::fs::read_to_string(&log_path).unwrap();
-            if text.contains("run ended") {
+            if text.contains("run ended") && missing.iter().all(|(_, id)| text.contains(id)) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -695,6 +704,19 @@ async fn logs_one_line_per_request_and_per_run_plain_or_json() {
             assert_eq!(request["span"]["path"], "/api/v1/agent/runs", "{request}");
         } else {
             assert!(request.contains("status=202"), "{request}");
+        }
+        for (path, id) in &missing {
+            let line = lines
+                .iter()
+                .find(|l| l.contains(id.as_str()) && l.contains("404"))
+                .unwrap_or_else(|| panic!("no request line for {path} ({id}):\n{text}"));
+            if json {
+                let line: Value = serde_json::from_str(line).unwrap();
+                assert_eq!(line["fields"]["status"], 404, "{line}");
+                assert_eq!(line["span"]["path"], *path, "{line}");
+            } else {
+                assert!(line.contains("status=404") && line.contains(path), "{line}");
+            }
         }
     }
 }

@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// Where Debian's faketime package puts the library the tests preload.
 const LIBFAKETIME: [&str; 3] = [
@@ -52,12 +53,15 @@ fn the_web_app_works_in_a_real_browser() {
         eprintln!("\n!!!!! {why} — the web app's browser tests are SKIPPED, not passed. !!!!!\n");
         return;
     }
-    let status = Command::new("node")
+    // Each browser test has its own two-minute bound; the whole run, this.
+    let bound = Duration::from_secs(600);
+    let mut node = Command::new("node")
         .args(["--test", "--test-reporter=spec", "e2e/app.test.mjs"])
         .current_dir(&web)
         .env("AGWIRE_BIN", env!("CARGO_BIN_EXE_agwire"))
         .env("AGWIRE_CHROMIUM", &chromium)
-        .status()
+        .spawn()
         .expect("node runs");
+    let status = crate::support::wait_exit(&mut node, bound);
     assert!(status.success(), "the browser tests failed ({status})");
 }

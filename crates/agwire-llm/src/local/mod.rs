@@ -96,6 +96,8 @@ pub struct LocalStats {
     /// Prompt tokens not computed again: a call's prefix shared with the
     /// previous call on the same slot.
     pub cached_tokens: u64,
+    /// The most calls that generated at the same time (at most the slots).
+    pub most_at_once: u64,
 }
 
 #[derive(Debug, Default)]
@@ -105,6 +107,9 @@ struct Counters {
     completion_tokens: AtomicU64,
     cancelled: AtomicU64,
     cached_tokens: AtomicU64,
+    /// Calls generating now.
+    generating: AtomicU64,
+    most_at_once: AtomicU64,
 }
 
 /// One call waiting for a slot.
@@ -211,6 +216,7 @@ impl LocalModel {
             completion_tokens: c.completion_tokens.load(Ordering::Relaxed),
             cancelled: c.cancelled.load(Ordering::Relaxed),
             cached_tokens: c.cached_tokens.load(Ordering::Relaxed),
+            most_at_once: c.most_at_once.load(Ordering::Relaxed),
         }
     }
 
@@ -343,7 +349,10 @@ fn run_slot(
             continue;
         }
         counters.calls.fetch_add(1, Ordering::Relaxed);
+        let now = counters.generating.fetch_add(1, Ordering::Relaxed) + 1;
+        counters.most_at_once.fetch_max(now, Ordering::Relaxed);
         let done = generate(model, &mut context, &mut cached, &job, counters);
+        counters.generating.fetch_sub(1, Ordering::Relaxed);
         if job.events.is_closed() {
             counters.cancelled.fetch_add(1, Ordering::Relaxed);
         }

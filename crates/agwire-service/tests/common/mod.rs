@@ -2,10 +2,16 @@
 //! database — SQLite, or PostgreSQL with `AGWIRE_TEST_STORE=postgres` (the
 //! test command runs the service tests both ways) — requests, and the SSE
 //! log as `(seq, event)` pairs.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unreachable_pub)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    dead_code,
+    unreachable_pub
+)]
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use agwire_client::core::Event;
@@ -15,7 +21,7 @@ use agwire_service::{BuiltinAgent, Config, Service};
 use serde_json::{Value, json};
 
 #[path = "../support/pg_database.rs"]
-mod pg_database;
+pub mod pg_database;
 use pg_database::PgDatabase;
 
 /// A service running in this process, served over real HTTP.
@@ -23,42 +29,79 @@ pub struct Server {
     pub addr: SocketAddr,
     pub service: Service,
     pub dir: PathBuf,
-    /// Its PostgreSQL database, when the tests run on PostgreSQL (kept
-    /// after the test: the served service outlives this handle).
-    pub database: Option<String>,
+    /// Its database (kept after the test: the served service outlives this
+    /// handle).
+    pub database: Database,
 }
 
 /// Whether the service tests run on PostgreSQL.
-fn on_postgres() -> bool {
+pub fn on_postgres() -> bool {
     std::env::var("AGWIRE_TEST_STORE").as_deref() == Ok("postgres")
 }
 
-/// A fresh store for a server in `dir`: SQLite there, or a PostgreSQL
-/// database of its own.
-pub async fn fresh_store(dir: &Path) -> (Arc<dyn Store>, Option<String>) {
-    if on_postgres() {
-        let database = PgDatabase::create()
-            .await
-            .expect("AGWIRE_TEST_STORE=postgres needs a PostgreSQL server")
-            .keep();
-        let store = PgStore::connect(&database).await.unwrap();
-        (Arc::new(store), Some(database))
-    } else {
-        let store = SqliteStore::open(&dir.join("agwire.db")).await.unwrap();
-        (Arc::new(store), None)
+/// A test's database: SQLite in its data directory, or — with
+/// `AGWIRE_TEST_STORE=postgres` — a PostgreSQL database of its own. Each
+/// [`Database::open`] is what a process starting on it opens.
+#[derive(Debug, Clone)]
+pub struct Database {
+    pub dir: PathBuf,
+    /// The PostgreSQL database's URL, on PostgreSQL.
+    pub postgres: Option<String>,
+}
+
+impl Database {
+    /// A fresh one, its data directory named after `name`. Says which
+    /// store it is, so a test's output tells what it ran on.
+    pub async fn fresh(name: &str) -> Self {
+        let dir = data_dir(name);
+        let postgres = if on_postgres() {
+            let database = PgDatabase::create()
+                .await
+                .expect("AGWIRE_TEST_STORE=postgres needs a PostgreSQL server")
+                .keep();
+            Some(database)
+        } else {
+            None
+        };
+        let database = Self { dir, postgres };
+        eprintln!("store under test: {}", database.describe());
+        database
+    }
+
+    /// `sqlite <file>` or `postgres <url>`.
+    pub fn describe(&self) -> String {
+        match &self.postgres {
+            Some(url) => format!("postgres {url}"),
+            None => format!("sqlite {}", self.dir.join("agwire.db").display()),
+        }
+    }
+
+    /// A store on it.
+    pub async fn open(&self) -> Arc<dyn Store> {
+        match &self.postgres {
+            Some(url) => Arc::new(PgStore::connect(url).await.unwrap()),
+            None => Arc::new(
+                SqliteStore::open(&self.dir.join("agwire.db"))
+                    .await
+                    .unwrap(),
+            ),
+        }
+    }
+
+    /// A store on it whose runs another process takes over `lease` after
+    /// it stops (PostgreSQL's replicas); SQLite has one process, whose
+    /// start ends what the last one left.
+    pub async fn open_with_lease(&self, lease: std::time::Duration) -> Arc<dyn Store> {
+        match &self.postgres {
+            Some(url) => Arc::new(PgStore::connect_with_lease(url, lease).await.unwrap()),
+            None => self.open().await,
+        }
     }
 }
 
 /// The server's database opened again (a restart).
 pub async fn reopen(server: &Server) -> Arc<dyn Store> {
-    match &server.database {
-        Some(database) => Arc::new(PgStore::connect(database).await.unwrap()),
-        None => Arc::new(
-            SqliteStore::open(&server.dir.join("agwire.db"))
-                .await
-                .unwrap(),
-        ),
-    }
+    server.database.open().await
 }
 
 /// A fresh data directory.
@@ -92,29 +135,40 @@ async fn start_service(
     auth: Auth,
     setup: impl FnOnce(Service) -> Service,
 ) -> Server {
-    let dir = data_dir("service");
-    let (store, database) = fresh_store(&dir).await;
+    let database = Database::fresh("service").await;
+    let store = database.open().await;
+    let dir = database.dir.clone();
     let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
     let service = setup(Service::new(store, Arc::new(BuiltinAgent::default())))
         .with_config(config)
         .with_attachments(attachments)
         .with_auth(auth);
     service.start().await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = service.router();
-    let http = config.http.clone();
-    tokio::spawn(async move {
-        agwire_service::server::serve(listener, app, &http, std::future::pending())
-            .await
-            .unwrap();
-    });
+    let addr = listen_with(&service, &config.http).await;
     Server {
         addr,
         service,
         dir,
         database,
     }
+}
+
+/// Serves `service` on 127.0.0.1:0 (default HTTP settings); its address.
+pub async fn listen(service: &Service) -> SocketAddr {
+    listen_with(service, &agwire_service::config::HttpConfig::default()).await
+}
+
+async fn listen_with(service: &Service, http: &agwire_service::config::HttpConfig) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = service.router();
+    let http = http.clone();
+    tokio::spawn(async move {
+        agwire_service::server::serve(listener, app, &http, std::future::pending())
+            .await
+            .unwrap();
+    });
+    addr
 }
 
 /// Default configuration, fast built-in agent, no auth.
@@ -165,10 +219,52 @@ pub async fn events(addr: SocketAddr, run_id: &str, after: Option<u64>) -> Vec<(
     let response = request.send().await.unwrap();
     assert_eq!(response.status().as_u16(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
-    sse_with_ids(&response.bytes().await.unwrap())
+    // The stream ends with the run: bounded, so a run that never ends fails.
+    let bytes = tokio::time::timeout(std::time::Duration::from_secs(120), response.bytes())
+        .await
+        .unwrap_or_else(|_| panic!("{run_id}: the stream did not end within 120 s"))
+        .unwrap();
+    sse_with_ids(&bytes)
 }
 
-/// A GET asking for SSE.
+/// Follows the run's stream until its first text delta arrives (fails
+/// after 30 s, or if the run ends without one).
+pub async fn wait_for_text(addr: SocketAddr, run_id: &str) {
+    let mut response = reqwest_like(addr, &format!("/api/v1/agent/runs/{run_id}/events"))
+        .send()
+        .await
+        .unwrap();
+    let mut decoder = agwire_codec::sse::SseEventDecoder::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let chunk = tokio::time::timeout_at(deadline, response.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("{run_id}: no text within 30 s"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("{run_id}: ended without text"));
+        let mut events = Vec::new();
+        decoder.push(&chunk, &mut events).unwrap();
+        if events
+            .iter()
+            .any(|e| matches!(e, Event::TextMessageContent(_)))
+        {
+            return;
+        }
+    }
+}
+
+/// A random generator for `test`, seeded from `AGWIRE_TEST_SEED` or afresh;
+/// the seed is printed, so a failure can be repeated.
+pub fn seeded_rng(test: &str) -> rand::rngs::StdRng {
+    use rand::SeedableRng;
+    let seed = std::env::var("AGWIRE_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
+    eprintln!("{test}: random choices seeded with {seed} (AGWIRE_TEST_SEED={seed} repeats them)");
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
 /// What the assistant said in a run's log: its text deltas, joined.
 pub fn said(log: &[(u64, Event)]) -> String {
     log.iter()

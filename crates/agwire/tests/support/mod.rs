@@ -2,7 +2,7 @@
 //! by the single-process tests (`serve.rs`) and the replica tests
 //! (`replicas.rs`).
 #![allow(dead_code, reason = "each test file uses some of these")]
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -46,15 +46,88 @@ pub(crate) fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
         command.env(key, value);
     }
     let mut child = command.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let line = first_line(&mut child, Duration::from_secs(60));
     let base = line
         .trim()
         .strip_prefix("listening ")
         .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
         .to_owned();
     Serve { child, base }
+}
+
+/// The first line `child` prints on its stdout, read on a thread of its own
+/// so that a child that never prints fails the test after `bound` (killed)
+/// instead of hanging it.
+pub(crate) fn first_line(child: &mut Child, bound: Duration) -> String {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line).map(|_| line);
+        let _ = tx.send(read);
+    });
+    match rx.recv_timeout(bound) {
+        Ok(read) => read.unwrap(),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("agwire serve printed nothing within {bound:?}");
+        }
+    }
+}
+
+/// Waits for `child` to exit, at most `bound` (then kills it and fails).
+pub(crate) fn wait_exit(child: &mut Child, bound: Duration) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + bound;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{:?} did not exit within {bound:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs `command` to its end, at most `bound` (then kills it and fails):
+/// what `Command::output` does, for a program that might never exit.
+pub(crate) fn output_within(command: &mut Command, bound: Duration) -> std::process::Output {
+    use std::io::Read;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let status = wait_exit(&mut child, bound);
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// A random generator for `test`, seeded from `AGWIRE_TEST_SEED` or afresh;
+/// the seed is printed, so a failure can be repeated.
+pub(crate) fn seeded_rng(test: &str) -> rand::rngs::StdRng {
+    use rand::SeedableRng;
+    let seed = std::env::var("AGWIRE_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
+    eprintln!("{test}: random choices seeded with {seed} (AGWIRE_TEST_SEED={seed} repeats them)");
+    rand::rngs::StdRng::seed_from_u64(seed)
 }
 
 pub(crate) fn body(thread: &str, run_id: &str, text: &str) -> Value {

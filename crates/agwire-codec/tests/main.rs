@@ -1,0 +1,17 @@
+//! The integration tests of `agwire-codec`, one binary: each file below is a
+//! suite of its own (SSE and protobuf against the official encoders, the
+//! frozen proto, negotiation, the fuzz corpus).
+
+mod common;
+#[path = "../../agwire-core/tests/support/streamgen.rs"]
+#[allow(dead_code, unreachable_pub, clippy::all)]
+mod streamgen;
+
+mod fuzz_corpus;
+mod negotiate_interop;
+mod proto_codegen;
+mod proto_direct;
+mod proto_freeze;
+mod proto_interop;
+mod sse_decoder;
+mod sse_interop;

@@ -1,0 +1,17 @@
+//! The integration tests of `agwire-service`, one binary: each file below is a
+//! suite of its own. The suites that serve over HTTP run on SQLite, or on
+//! PostgreSQL with `AGWIRE_TEST_STORE=postgres` (the test command runs them
+//! both ways).
+
+mod common;
+
+mod hardening;
+mod jobs;
+mod jwks;
+mod local_model;
+mod pipeline;
+mod runs;
+mod service;
+mod store_contract;
+mod validate;
+mod validation_http;

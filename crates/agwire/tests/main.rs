@@ -1,0 +1,10 @@
+//! The integration tests of the `agwire` binary, one test binary: `agwire
+//! serve` as child processes (kill -9, drain, replicas on PostgreSQL), the API
+//! fuzzer and the web app in a real browser.
+
+mod support;
+
+mod api_fuzz;
+mod replicas;
+mod serve;
+mod web;
