@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs, in one apt-get, the Debian packages named on the command line
-# whose tools are absent, and the ones the build itself needs: llama.cpp
+# whose tools are absent, and the ones the build itself needs (always): llama.cpp
 # (the local model's engine, built from source by the `llama-cpp-sys-2`
 # crate) needs cmake and a C++ compiler, and its bindings are generated with
 # libclang. Packages: cmake, g++, libclang-dev, and any of chromium,
@@ -45,5 +45,9 @@ MSG
   exit 1
 fi
 echo "debian-packages.sh: installing ${missing[*]}" >&2
-$sudo apt-get update -qq >&2
+# The package lists are read once: not again when they are under an hour
+# old (scripts/test installs in two steps, build tools first).
+if ! find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -60 2>/dev/null | grep -q .; then
+  $sudo apt-get update -qq >&2
+fi
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -19,7 +19,8 @@ use clap::Parser;
 
 mod agents;
 
-/// Serve the dojo agents.
+/// Serve every AG-UI dojo feature, one deterministic agent per path
+/// (POST /agentic_chat, /backend_tool_rendering, /human_in_the_loop, …).
 #[derive(Debug, Parser)]
 struct Args {
     /// Address to listen on (port 0 picks a free port; the bound address is
