@@ -168,7 +168,10 @@ async fn cancelling_a_running_run_ends_it_cancelled_with_what_it_said() {
     let server = start(&Config::default(), slow(40), Auth::none()).await;
     let addr = server.addr;
     let thread = uuid::Uuid::new_v4().to_string();
-    let text = "a b c d e f g h i j k l m n o p q r s t u v w x y z";
+    // 78 words at 40 ms: about three seconds of answer for the cancel to
+    // land in, however loaded the machine.
+    let text = &"a b c d e f g h i j k l m n o p q r s t u v w x y z ".repeat(3);
+    let text = text.trim_end();
     post(addr, &body(&thread, "long", text), None).await;
     // Once it has said something (seen on its stream), stop it.
     common::wait_for_text(addr, "long").await;

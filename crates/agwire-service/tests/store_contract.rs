@@ -1407,6 +1407,10 @@ async fn a_batch_postgresql_undid_goes_again_call_by_call() {
     tasks.sort_by(|a, b| a.2.cmp(&b.2));
     let (low, high) = (tasks[0].2.clone(), tasks[1].2.clone());
     let mut other = sqlx::PgConnection::connect(&database.url).await.unwrap();
+    // The batch must be the one PostgreSQL undoes: it waits first, and this
+    // session looks for deadlocks only long after its own check (default
+    // 1 s) has run, however loaded the machine.
+    other.execute("SET deadlock_timeout = '30s'").await.unwrap();
     other.execute("BEGIN").await.unwrap();
     let lock = "SELECT 1 FROM runs WHERE task_id = $1 FOR UPDATE";
     sqlx::query(lock)
