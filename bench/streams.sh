@@ -98,7 +98,7 @@ TCK=$(getconf CLK_TCK)
 start_server() {
   DIR="$WORK/$1"
   mkdir -p "$DIR"
-  printf '[builtin]\ntoken_delay_ms = 3600000\n\n[runs]\nmax_concurrent = %s\n' "$MAX_CONCURRENT" > "$DIR/agwire.toml"
+  printf '[builtin]\ntoken_delay_ms = 3600000\n\n[runs]\nmax_concurrent = %s\n\n[http]\nmax_connections = 200000\n' "$MAX_CONCURRENT" > "$DIR/agwire.toml"
   RUST_LOG=error "$BIN" serve --addr 127.0.0.1:0 --data-dir "$DIR" --config "$DIR/agwire.toml" > "$DIR/out" 2> "$DIR/err" &
   SERVER=$!
   for _ in $(seq 200); do grep -q listening "$DIR/out" 2>/dev/null && break; sleep 0.05; done

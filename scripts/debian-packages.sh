@@ -16,10 +16,14 @@ present() {
     cmake) command -v cmake >/dev/null ;;
     g++) command -v c++ >/dev/null || command -v g++ >/dev/null ;;
     # Where clang-sys (bindgen) looks: LIBCLANG_PATH, then LLVM's directories.
+    # libclang.so or libclang-N.so, not libclang-cpp.so (another library,
+    # which some machines have without libclang, and clang-sys skips).
     libclang-dev)
       [ -n "${LIBCLANG_PATH:-}" ] ||
-        compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null ||
-        compgen -G '/usr/lib/*/libclang*.so*' >/dev/null ;;
+        compgen -G '/usr/lib/llvm-*/lib/libclang.so*' >/dev/null ||
+        compgen -G '/usr/lib/llvm-*/lib/libclang-[0-9]*.so*' >/dev/null ||
+        compgen -G '/usr/lib/*/libclang.so*' >/dev/null ||
+        compgen -G '/usr/lib/*/libclang-[0-9]*.so*' >/dev/null ;;
     chromium) command -v chromium >/dev/null ;;
     faketime) command -v faketime >/dev/null ;;
     postgresql) compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null ;;

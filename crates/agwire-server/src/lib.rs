@@ -5,12 +5,12 @@ mod body;
 mod context;
 mod endpoint;
 mod error;
-mod http1;
 mod intake;
 mod queue;
 mod serve;
 
 pub use agent::{Agent, BoxFuture, DynAgent};
+pub use agwire_http1::{BodyError as RequestBodyError, ServeConfig};
 pub use body::{EventStream, Receiver};
 pub use context::{DisconnectPolicy, RunContext};
 pub use endpoint::{
@@ -18,7 +18,6 @@ pub use endpoint::{
     run_detached,
 };
 pub use error::{AgentError, Error};
-pub use http1::{RequestBodyError, ServeConfig};
 pub use intake::{Intake, IntakeError};
 pub use serve::{serve, serve_with};
 

@@ -184,6 +184,12 @@ pub struct HttpConfig {
     pub max_header_bytes: usize,
     /// Most headers in one request (431 above it).
     pub max_headers: usize,
+    /// Most connections open at once (streams included). Past it the
+    /// service stops accepting: new clients wait in the kernel's queue
+    /// until a connection closes. With the header limits it bounds what
+    /// clients can make the connections hold: at most `max_header_bytes`
+    /// + 12 KiB each while a request head arrives.
+    pub max_connections: usize,
     /// Largest body of the routes that take small JSON documents (profile,
     /// jobs; 413 above it). Runs and uploads have their own limits.
     pub max_body_bytes: usize,
@@ -202,6 +208,7 @@ impl Default for HttpConfig {
             request_timeout_seconds: 60,
             max_header_bytes: 32 * 1024,
             max_headers: 100,
+            max_connections: 10_000,
             max_body_bytes: 64 * 1024,
             cors_allowed_origins: Vec::new(),
         }

@@ -1,10 +1,10 @@
 //! Serving a router on a TCP listener, with what every connection gets: a
 //! deadline for its request headers (which is also its idle timeout), a
 //! deadline for each write (a client that stops reading is disconnected),
-//! bounded header buffers, TCP keep-alive to notice vanished peers, and a
+//! bounded header buffers, a bounded number of connections, TCP keep-alive to notice vanished peers, and a
 //! graceful shutdown.
 //!
-//! The connections are `agwire_server`'s HTTP/1.1 (`serve_with`): an idle
+//! The connections are `agwire_http1`'s (through `agwire_server::serve_with`): an idle
 //! event stream holds no buffer, and every connection has a deadline for its
 //! request head — `axum::serve` has none, so a client that connects and
 //! sends nothing (or half a request line) would hold a connection forever.
@@ -18,13 +18,13 @@ use tokio::net::TcpListener;
 
 use crate::config::HttpConfig;
 
-/// The connection's own cap on a request head. Heads past it get a bare
-/// 431; the configured (smaller) header limits answer JSON before it is
-/// reached.
-const MAX_HEAD_BYTES: usize = 256 * 1024;
-/// The connection's own cap on the header count (the configured limit is
-/// checked by the router's layer, which can answer JSON).
-const MAX_HEADERS: usize = 1000;
+/// Room in a request head for its request line, beyond the configured
+/// header bytes: the connection refuses a head past both (431, or 414 for a
+/// request line that does not fit), and reads no more than that ahead — so
+/// a connection sending a head holds at most `max_header_bytes` + 8 KiB
+/// (+ the connection's 4 KiB of slack). The router's layer checks the
+/// configured limits exactly (names and values) and answers the same 431.
+const REQUEST_LINE_BYTES: usize = 8 * 1024;
 /// How long open connections get to finish once the shutdown begins.
 const SHUTDOWN_LINGER: Duration = Duration::from_secs(2);
 /// TCP keep-alive probes find peers that vanished without a FIN.
@@ -41,8 +41,9 @@ pub async fn serve(
     let config = ServeConfig::default()
         .header_read_timeout(Some(Duration::from_secs(http.header_read_timeout_seconds)))
         .write_timeout(Some(Duration::from_secs(http.write_timeout_seconds)))
-        .max_head_bytes(MAX_HEAD_BYTES)
-        .max_headers(MAX_HEADERS)
+        .max_head_bytes(http.max_header_bytes.saturating_add(REQUEST_LINE_BYTES))
+        .max_headers(http.max_headers)
+        .max_connections(Some(http.max_connections))
         .tcp_keepalive(Some(TCP_KEEPALIVE))
         .drain_timeout(Some(SHUTDOWN_LINGER));
     agwire_server::serve_with(listener, app, config, shutdown).await

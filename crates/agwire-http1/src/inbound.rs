@@ -15,16 +15,7 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-/// Why a request body ended before its last byte.
-#[derive(Debug, thiserror::Error)]
-pub enum BodyError {
-    /// The client closed the connection, or its framing was broken.
-    #[error("the request body was cut short: {0}")]
-    Incomplete(&'static str),
-    /// No byte arrived for longer than the connection's read timeout.
-    #[error("the request body stopped arriving")]
-    TimedOut,
-}
+use crate::BodyError;
 
 #[derive(Debug, Default)]
 struct Slot {
