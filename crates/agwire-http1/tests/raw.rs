@@ -193,10 +193,13 @@ fn smuggle(body: &str) -> Vec<u8> {
 #[tokio::test]
 async fn a_bare_lf_in_a_chunk_extension_ends_the_connection_and_hides_nothing() {
     let (addr, _) = start(ServeConfig::default()).await;
-    // A server that ends the size line at the bare LF reads a 2-byte chunk,
-    // the last chunk, and then a second request: the one after it here.
-    // One that reads to CRLF, as RFC 9112 has it, sees one body.
-    let text = exchange(addr, &smuggle("2;a\nxx\r\n0\r\n\r\n")).await;
+    // httparse's chunk-size parser takes any byte in an extension, a bare
+    // LF included, up to CRLF: to it "0;a\nx" is the last chunk, and the
+    // bytes after the body's end are a second request, answered. A front end
+    // that ends the line at the LF frames the same bytes differently (a
+    // trailer line "x"); the two disagree about where requests are, which is
+    // how a request is smuggled. Refused here, as hyper refuses it.
+    let text = exchange(addr, &smuggle("0;a\nx\r\n\r\n")).await;
     assert!(
         !text.contains("hello"),
         "a request hidden in the body was answered: {text}"
