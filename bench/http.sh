@@ -16,8 +16,10 @@ LONG=${2:-1000000}
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 (cd interop && npm ci --no-audit --no-fund --loglevel=error)
 PY=$(./interop/python/setup-venv.sh)
+# Built as the test command builds (scripts/build-env.sh), reusing its work.
+source scripts/build-env.sh
 cargo build --release --locked -p agwire-bench --bin bench_server --bin idle_streams
-T=${CARGO_TARGET_DIR:-target}/release
+T=${CARGO_TARGET_DIR:-target}/$CARGO_BUILD_TARGET/release
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 PIDS=()

@@ -260,7 +260,10 @@ impl<T: Transport> Conn<'_, T> {
             return Err(End::ServiceFailed);
         }
         let response = {
-            let mut answer = pin!(service.call(request));
+            // Boxed: inline, the service's future (an axum router's is
+            // large) would be part of every connection's task for its whole
+            // life, idle streams included; boxed, it is freed once answered.
+            let mut answer = Box::pin(service.call(request));
             let answer = loop {
                 if !pump.active() {
                     break answer.as_mut().await;
