@@ -105,8 +105,14 @@ fn schemathesis_finds_nothing_the_api_document_does_not_promise() {
                 &examples,
                 "--seed",
                 &seed,
+                // One worker: with two threads, hypothesis (6.x, under
+                // schemathesis 4.32.5) now and then fails a case with its own
+                // "dictionary changed size during iteration" (it walks
+                // `sys.modules` while the other thread imports), a runtime
+                // error that is no finding about the API; generation holds
+                // the GIL anyway, so a second thread bought little.
                 "--workers",
-                "2",
+                "1",
             ])
             // Its coverage phase crashes inside the generator on some of our
             // request schemas (schemathesis 4.32.5: "Inconsistent results" from
