@@ -247,24 +247,10 @@ fn hex(byte: u8) -> Option<u64> {
 mod tests {
     use super::*;
 
-    /// Decodes `wire` fed in pieces of `step` bytes: the body, or the error.
+    /// Decodes `wire` fed in pieces of `step` bytes: the body and what is
+    /// left after it, or the error (an unended body is one too).
     fn decode(wire: &[u8], step: usize) -> Result<(Vec<u8>, usize), BodyError> {
-        let mut chunked = Chunked::new();
-        let mut buf = BytesMut::new();
-        let mut body = Vec::new();
-        let mut fed = 0;
-        loop {
-            match chunked.decode(&mut buf)? {
-                Step::Data(data) => body.extend_from_slice(&data),
-                Step::Done => return Ok((body, buf.len() + wire.len() - fed)),
-                Step::NeedMore if fed == wire.len() => return Err(malformed("incomplete")),
-                Step::NeedMore => {
-                    let end = (fed + step).min(wire.len());
-                    buf.extend_from_slice(&wire[fed..end]);
-                    fed = end;
-                }
-            }
-        }
+        crate::fuzzing::decode_chunked(wire, step)?.ok_or(malformed("incomplete"))
     }
 
     #[test]
