@@ -51,7 +51,8 @@ fn app(dropped: &Arc<AtomicBool>) -> axum::Router {
             "/hold",
             post(|body: axum::body::Body| async move {
                 tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_secs(120)).await;
+                    // Held until the test's runtime ends.
+                    std::future::pending::<()>().await;
                     drop(body);
                 });
                 "held"
