@@ -110,9 +110,10 @@ async fn main() {
     let addr = listener.local_addr().unwrap();
     let router = service.router();
     // The server `agwire serve` runs (its socket options: TCP_NODELAY).
-    let http = agwire_service::config::HttpConfig::default();
+    let server = service.clone();
     tokio::spawn(async move {
-        agwire_service::server::serve(listener, router, &http, std::future::pending())
+        server
+            .serve(listener, router, std::future::pending())
             .await
             .unwrap();
     });

@@ -1,5 +1,10 @@
-//! The signed URLs that name uploaded images (the images themselves are the
-//! store's: [`crate::store::AttachmentStore`]).
+//! Uploaded images as a run meets them: signed URLs that name them, the
+//! references a stored message keeps instead, and the bytes the model sees
+//! (the images themselves are the store's:
+//! [`crate::store::AttachmentStore`]). A URL becomes a reference when a run
+//! is accepted ([`Attachments::to_references`]), a reference becomes a fresh
+//! URL when history is read ([`Attachments::sign`]), and a `data:` URL when
+//! the model reads the conversation ([`inline_images`]).
 //!
 //! A URL is `{base}/api/v1/agent/attachments/{id}?exp={unix seconds}&sig={hex}`
 //! where `sig` is HMAC-SHA256 over the id, the owner and the expiry with the
@@ -116,6 +121,77 @@ impl Attachments {
     pub fn verify(&self, id: &str, user: &str, exp: i64, sig: &[u8], now_s: i64) -> bool {
         is_id(id) && exp > now_s && self.mac(id, user, exp).verify_slice(sig).is_ok()
     }
+
+    /// Replaces the user messages' signed attachment URLs (this user's,
+    /// unexpired) by the references a run stores.
+    pub fn to_references(&self, input: &mut agwire_core::RunAgentInput, user: &str, now_s: i64) {
+        use agwire_core::{Content, ContentPart, Message, PartSource};
+        for message in &mut input.messages {
+            let Message::User(message) = message else {
+                continue;
+            };
+            let Content::Parts(parts) = &mut message.content else {
+                continue;
+            };
+            for part in parts.iter_mut() {
+                if let ContentPart::Image(media) = part
+                    && let PartSource::Url { value, .. } = &mut media.source
+                    && let Some(id) = self.verify_url(value, user, now_s)
+                {
+                    *value = format!("{REFERENCE_PREFIX}{id}");
+                }
+            }
+        }
+    }
+}
+
+/// The model must see the user's images: stored attachment references
+/// become `data:` URLs (the user's own attachments only; ones that are
+/// gone or too large stay references, which the model is told about as
+/// text).
+pub(crate) async fn inline_images(
+    store: &dyn crate::store::Store,
+    user: &str,
+    mut history: Vec<agwire_core::Message>,
+) -> Vec<agwire_core::Message> {
+    use agwire_core::{Content, ContentPart, Message, PartSource};
+    use base64::Engine;
+    /// Largest image sent inline.
+    const MAX_INLINE: usize = 5 * 1024 * 1024;
+    for message in &mut history {
+        let Message::User(message) = message else {
+            continue;
+        };
+        let Content::Parts(parts) = &mut message.content else {
+            continue;
+        };
+        for part in parts.iter_mut() {
+            let ContentPart::Image(media) = part else {
+                continue;
+            };
+            let PartSource::Url { value, .. } = &mut media.source else {
+                continue;
+            };
+            let Some(id) = value.strip_prefix(REFERENCE_PREFIX).map(str::to_owned) else {
+                continue;
+            };
+            let Ok(Some(record)) = store.attachment(&id).await else {
+                continue;
+            };
+            let mime = record.mime_type;
+            if record.user_id != user {
+                continue;
+            }
+            match store.attachment_bytes(&id).await {
+                Ok(Some(bytes)) if bytes.len() <= MAX_INLINE => {
+                    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                    *value = format!("data:{mime};base64,{data}");
+                }
+                _ => {}
+            }
+        }
+    }
+    history
 }
 
 /// Ids are UUIDs we mint: never a path.

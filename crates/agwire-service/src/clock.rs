@@ -1,7 +1,7 @@
-//! Whose time a run means: the event time zone and "now" as seed 004
+//! Whose time a run means: the event time zone and "now" as the agent-run API
 //! orders them, never the server's own zone.
 //!
-//! Zone priority (fixed by the seed): a tool call's `event_timezone` →
+//! Zone priority (fixed by the agent-run API): a tool call's `event_timezone` →
 //! `forwardedProps.client_time.device_timezone` → the profile's
 //! `settings.timezone` → UTC. "Now" is the device's `client_now_iso` when the
 //! request carried one (the user's wall clock, with its offset), else the
@@ -11,7 +11,7 @@ use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
 
-use crate::validate::ClientTime;
+use crate::run::ClientTime;
 
 /// Where the run's time zone came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

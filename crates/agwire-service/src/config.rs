@@ -232,7 +232,7 @@ fn is_origin(text: &str) -> bool {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BusyThread {
-    /// 409: the client waits or cancels (seed 004's one active run per thread).
+    /// 409: the client waits or cancels (the agent-run API's one active run per thread).
     #[default]
     Reject,
     /// 202: the run waits behind the active one and starts when it ends.
@@ -246,7 +246,7 @@ pub struct RunsConfig {
     /// Second run on a busy thread.
     pub busy_thread: BusyThread,
     /// Body limit of `POST /api/v1/agui` (full histories are larger than
-    /// seed 004's single turn, whose 256 KiB limit is fixed by the contract).
+    /// the agent-run API's single turn, whose 256 KiB limit is fixed by the contract).
     pub agui_max_payload_bytes: usize,
     /// Most runs executing at once on this process; the others wait queued
     /// (in order) and start as executions end.

@@ -1,4 +1,5 @@
-//! The crate's error type.
+//! The crate's error type: what went wrong, as kinds. The sentences a client
+//! reads for them are the API's (`api/error.rs`), not the store's.
 
 /// Why the service could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -19,21 +20,48 @@ pub enum Error {
     /// A stored event could not be read back.
     #[error("stored event: {0}")]
     Event(#[from] agwire_core::Error),
-    /// The thing does not exist for this user (404).
-    #[error("{0}")]
-    NotFound(String),
-    /// The request clashes with an earlier one (409).
-    #[error("{0}")]
-    Conflict(String),
+    /// The thread belongs to another user: to this one it does not exist.
+    #[error("the thread belongs to another user")]
+    ThreadNotFound,
+    /// The attachment id is not one this service minted.
+    #[error("no such attachment")]
+    AttachmentNotFound,
+    /// This user's `runId` was accepted before with another request (or on
+    /// another thread).
+    #[error("runId '{run_id}' was accepted before with another request")]
+    RunIdReused {
+        /// The client's run id.
+        run_id: String,
+    },
+    /// Another request is accepting the same `runId` at this moment.
+    #[error("runId '{run_id}' is being accepted by another request")]
+    RunIdInFlight {
+        /// The client's run id.
+        run_id: String,
+    },
+    /// The thread already has an active run (and the run was not to wait).
+    #[error("the thread has an active run")]
+    ThreadBusy,
+    /// Events for a run that is not running (it ended, perhaps ended by
+    /// another process that found its lease expired).
+    #[error("run {task_id} is not running")]
+    RunNotRunning {
+        /// The run.
+        task_id: String,
+    },
+    /// A new job's thread id is already some thread's.
+    #[error("the job's thread id is already in use")]
+    JobThreadTaken,
+    /// The service (or its store) is shutting down.
+    #[error("shutting down")]
+    ShuttingDown,
+    /// A batch of run writes failed in a way that may or may not have
+    /// committed: none of its calls is retried.
+    #[error("could not write to the run log: {0}")]
+    LogUnavailable(String),
     /// The configuration is invalid.
     #[error("configuration: {0}")]
     Config(String),
-    /// The thread already has an active run (409).
-    #[error("{0}")]
-    Busy(String),
-    /// The service is shutting down (503).
-    #[error("{0}")]
-    Unavailable(String),
     /// Something that should not fail did (500; the detail is logged, not
     /// shown).
     #[error("internal: {0}")]

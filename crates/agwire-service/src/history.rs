@@ -1,4 +1,4 @@
-//! Day-scoped history snapshots (seed 004's `HistorySnapshotResponse`).
+//! Day-scoped history snapshots (the agent-run API's `HistorySnapshotResponse`).
 //!
 //! A day is a calendar day in the user's time zone. The snapshot shows the
 //! latest day strictly before `before` (or the latest day at all) that has

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::store::RunStatus;
+use crate::run::RunStatus;
 
 /// Upper bounds (seconds) of the append-latency histogram buckets.
 const APPEND_BUCKETS: [f64; 12] = [

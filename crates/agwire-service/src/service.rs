@@ -10,8 +10,8 @@ use agwire_server::DynAgent;
 use crate::attachments::Attachments;
 use crate::auth::Auth;
 use crate::config::{BusyThread, Config};
+use crate::engine::Engine;
 use crate::error::Error;
-use crate::runs::Engine;
 use crate::store::Store;
 
 /// The service: the run engine behind the HTTP API, with the API's own
@@ -112,6 +112,13 @@ impl Service {
     /// The run engine (the scheduler and embedders call it directly).
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The job scheduler over this service's engine (`agwire serve` runs it
+    /// once a second; tests call [`Scheduler::run_due_jobs`](crate::Scheduler::run_due_jobs) with their own
+    /// clock).
+    pub fn scheduler(&self) -> crate::Scheduler {
+        crate::Scheduler::new(self.engine.clone())
     }
 
     /// Starts the engine (see [`Engine::start`]).

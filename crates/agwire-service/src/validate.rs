@@ -1,5 +1,5 @@
-//! The validation of `POST /api/v1/agent/runs` (seed 004), before anything is
-//! written: the seed's rules in the seed's order with its exact messages,
+//! The validation of `POST /api/v1/agent/runs`, before anything is
+//! written: the agent-run API's rules in its order with its exact messages,
 //! then ours.
 //!
 //! Order: payload size (413) → the body is a `RunAgentInput` → `threadId` is a
@@ -9,7 +9,7 @@
 //! `client_time` fields → frontend tools colliding with backend tools. Every
 //! failure but the first is 422; the first failing rule is the one reported.
 //!
-//! Seed 004's front end writes legacy `binary` content blocks; the core
+//! The agent-run API's own front end writes legacy `binary` content blocks; the core
 //! decoder would upgrade or drop them, so attachments are judged on the raw
 //! JSON, and the accepted input carries them as 1.x `image` parts with a URL
 //! source. Its optional message fields may be `null`
@@ -19,6 +19,8 @@
 use agwire_core::decode::{DecodeMode, decode};
 use agwire_core::{Content, ContentPart, Message, RunAgentInput};
 use serde_json::{Map, Value, json};
+
+use crate::run::{ClientTime, ClientTimeField, RuntimeMode};
 
 /// Largest accepted body: 256 KiB.
 pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
@@ -74,65 +76,6 @@ impl Default for Rules<'_> {
             backend_tools: &[],
             signed_url: &|_| true,
         }
-    }
-}
-
-/// `forwardedProps.runtime_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuntimeMode {
-    /// Agents and tools from `system_agents.yaml`.
-    Chat,
-    /// Agents and tools from the automation job's config.
-    Automation,
-}
-
-impl RuntimeMode {
-    /// Its name on the wire and in the database.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Chat => "chat",
-            Self::Automation => "automation",
-        }
-    }
-
-    /// The mode with this name.
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "chat" => Some(Self::Chat),
-            "automation" => Some(Self::Automation),
-            _ => None,
-        }
-    }
-}
-
-/// `forwardedProps.client_time`, checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClientTime {
-    /// The device's IANA time zone.
-    pub device_timezone: jiff::tz::TimeZone,
-    /// Its name as sent.
-    pub device_timezone_name: String,
-    /// The device's "now", with its offset.
-    pub now: jiff::Timestamp,
-    /// The device's epoch milliseconds.
-    pub epoch_ms: i64,
-}
-
-impl ClientTime {
-    /// The object it was read from (`device_timezone`, `client_now_iso`,
-    /// `client_epoch_ms`).
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({
-            "device_timezone": self.device_timezone_name,
-            "client_now_iso": self.now.to_string(),
-            "client_epoch_ms": self.epoch_ms,
-        })
-    }
-
-    /// Reads back what [`ClientTime::to_json`] wrote (or what a client sent);
-    /// `None` when it does not pass validation.
-    pub fn from_json(value: &Value) -> Option<Self> {
-        check_client_time(value.as_object()?).ok()
     }
 }
 
@@ -282,7 +225,7 @@ const ROLES: [&str; 7] = [
     "reasoning",
     "activity",
 ];
-/// Content part types a user message may hold (seed 004's `text` and
+/// Content part types a user message may hold (the agent-run API's `text` and
 /// `binary`, and AG-UI 1.x media parts).
 const PART_TYPES: [&str; 6] = ["text", "binary", "image", "audio", "video", "document"];
 
@@ -377,7 +320,7 @@ fn text_chars(content: &Content) -> usize {
 /// Reads the attachments of every user message out of the raw body, leaving
 /// in their place what the decoder can read: a 1.x `image` part with a URL
 /// source (or, for an attachment without a URL, which the rules reject
-/// anyway, an empty text part). Also reads the seed's `null` optional
+/// anyway, an empty text part). Also reads the API's `null` optional
 /// message fields as absent. Returns the attachments per user message, in
 /// message order.
 fn take_attachments(object: &mut Map<String, Value>) -> Vec<Vec<Attachment>> {
@@ -449,7 +392,7 @@ fn attachment(part: &Value) -> Option<Attachment> {
     }
 }
 
-/// Seed 004 allows `null` for these optional message fields.
+/// The agent-run API allows `null` for these optional message fields.
 fn drop_null_optionals(message: &mut Map<String, Value>) {
     for key in ["name", "encryptedValue", "encrypted_value", "error"] {
         if message.get(key).is_some_and(Value::is_null) {
@@ -493,44 +436,13 @@ fn forwarded_props(value: Option<&Value>) -> Option<(RuntimeMode, Option<&Map<St
     Some((mode, client_time))
 }
 
+/// `client_time`, checked, with the exact message for its first bad field.
 fn check_client_time(time: &Map<String, Value>) -> Result<ClientTime, Rejection> {
-    let zone_name = time.get("device_timezone").and_then(Value::as_str);
-    let zone = zone_name
-        .and_then(|name| jiff::tz::TimeZone::get(name).ok())
-        .ok_or_else(|| Rejection::unprocessable("invalid client_time.device_timezone"))?;
-    let now = time
-        .get("client_now_iso")
-        .and_then(Value::as_str)
-        .and_then(rfc3339_with_offset)
-        .ok_or_else(|| Rejection::unprocessable("invalid client_time.client_now_iso"))?;
-    let epoch_ms = time
-        .get("client_epoch_ms")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| Rejection::unprocessable("invalid client_time.client_epoch_ms"))?;
-    Ok(ClientTime {
-        device_timezone: zone,
-        device_timezone_name: zone_name.unwrap_or_default().to_owned(),
-        now,
-        epoch_ms,
+    ClientTime::parse(time).map_err(|bad| {
+        Rejection::unprocessable(match bad {
+            ClientTimeField::DeviceTimezone => "invalid client_time.device_timezone",
+            ClientTimeField::ClientNowIso => "invalid client_time.client_now_iso",
+            ClientTimeField::ClientEpochMs => "invalid client_time.client_epoch_ms",
+        })
     })
-}
-
-/// An RFC 3339 date-time with a `Z` or numeric offset (no bare local times,
-/// no bracketed zone names, no week dates).
-fn rfc3339_with_offset(text: &str) -> Option<jiff::Timestamp> {
-    let bytes = text.as_bytes();
-    // date `YYYY-MM-DD`, then `T`/`t`/space, then a time.
-    let shape = bytes.len() >= 20
-        && bytes[4] == b'-'
-        && bytes[7] == b'-'
-        && matches!(bytes[10], b'T' | b't' | b' ')
-        && !text.contains('[');
-    let offset = text.ends_with(['Z', 'z'])
-        || text
-            .rfind(['+', '-'])
-            .is_some_and(|i| i > 10 && text[i + 1..].len() == 5 && text.as_bytes()[i + 3] == b':');
-    if !(shape && offset) {
-        return None;
-    }
-    text.parse().ok()
 }

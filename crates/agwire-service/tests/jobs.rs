@@ -144,17 +144,17 @@ async fn each_tick_fires_once_across_restarts_and_replicas() {
     // Not yet due.
     let early = first - SignedDuration::from_secs(1);
     assert_eq!(
-        service.engine().run_due_jobs(early).await.unwrap(),
+        service.scheduler().run_due_jobs(early).await.unwrap(),
         Vec::<String>::new()
     );
     // Due: one run, on the job's thread, in automation mode.
-    let fired = service.engine().run_due_jobs(first).await.unwrap();
+    let fired = service.scheduler().run_due_jobs(first).await.unwrap();
     assert_eq!(fired, [format!("job-{id}-{}", first.as_millisecond())]);
     let status = wait_status(addr, &fired[0], "succeeded").await;
     assert_eq!(status["threadId"], job["threadId"]);
     // The same instant again: nothing.
     assert_eq!(
-        service.engine().run_due_jobs(first).await.unwrap(),
+        service.scheduler().run_due_jobs(first).await.unwrap(),
         Vec::<String>::new()
     );
 
@@ -163,16 +163,14 @@ async fn each_tick_fires_once_across_restarts_and_replicas() {
     let restarted = Service::new(store, Arc::new(BuiltinAgent::default()));
     restarted.start().await.unwrap();
     assert_eq!(
-        restarted.engine().run_due_jobs(first).await.unwrap(),
+        restarted.scheduler().run_due_jobs(first).await.unwrap(),
         Vec::<String>::new()
     );
 
     // The next tick, with two schedulers racing on one database: once.
     let second = first + SignedDuration::from_secs(3600);
-    let (a, b) = tokio::join!(
-        service.engine().run_due_jobs(second),
-        restarted.engine().run_due_jobs(second)
-    );
+    let (one, other) = (service.scheduler(), restarted.scheduler());
+    let (a, b) = tokio::join!(one.run_due_jobs(second), other.run_due_jobs(second));
     let mut both = a.unwrap();
     both.extend(b.unwrap());
     assert_eq!(both, [format!("job-{id}-{}", second.as_millisecond())]);
@@ -182,7 +180,7 @@ async fn each_tick_fires_once_across_restarts_and_replicas() {
     let much_later = second + SignedDuration::from_hours(50);
     assert_eq!(
         service
-            .engine()
+            .scheduler()
             .run_due_jobs(much_later)
             .await
             .unwrap()
@@ -292,7 +290,7 @@ async fn nobody_else_can_take_a_jobs_thread() {
     // Alice's job still fires on its tick, on its thread, and lists only
     // its own runs.
     let due: Timestamp = job["nextRunAt"].as_str().unwrap().parse().unwrap();
-    let fired = server.service.engine().run_due_jobs(due).await.unwrap();
+    let fired = server.service.scheduler().run_due_jobs(due).await.unwrap();
     assert_eq!(fired, [format!("job-{id}-{}", due.as_millisecond())]);
     let runs: Value = client
         .get(format!("http://{addr}/api/v1/automation/jobs/{id}/runs"))

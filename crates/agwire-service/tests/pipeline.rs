@@ -3,7 +3,7 @@
 //! tool loop (a schema-invalid call answered with the error, then
 //! corrected), time zones from the device, ui_hints → ui_schema live and in
 //! history, usage, and frontend tools handed back and answered — through
-//! seed 004's endpoint and through the official `HttpAgent`.
+//! the agent-run endpoint and through the official `HttpAgent`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -372,7 +372,7 @@ async fn an_automation_run_uses_its_jobs_agent_and_tools() {
         .await
         .unwrap();
     let due: jiff::Timestamp = job["nextRunAt"].as_str().unwrap().parse().unwrap();
-    let fired = server.service.engine().run_due_jobs(due).await.unwrap();
+    let fired = server.service.scheduler().run_due_jobs(due).await.unwrap();
     assert_eq!(fired.len(), 1);
     common::wait_status(server.addr, &fired[0], "succeeded").await;
     // One agent in the job's catalogue: no router call; the worker is the

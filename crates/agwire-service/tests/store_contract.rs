@@ -13,9 +13,10 @@ use agwire_core::{
     TextMessageContentEvent,
 };
 use agwire_service::Error;
+use agwire_service::run::{Admission, RunStatus};
 use agwire_service::store::{
-    Admission, AttachmentStore, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim,
-    PgStore, RunStatus, RunStore, SqliteStore, Store, run_started,
+    AttachmentStore, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim, PgStore, RunStore,
+    SqliteStore, Store, run_started,
 };
 use agwire_service::validate::{Rules, validate_run};
 use pg_database::PgDatabase;
@@ -40,7 +41,7 @@ fn thread() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// A seed-004 request of one user message.
+/// An agent-run API request of one user message.
 fn input(thread: &str, run_id: &str, text: &str) -> RunAgentInput {
     let body = json!({
         "threadId": thread, "runId": run_id,
@@ -138,8 +139,13 @@ async fn texts(store: &dyn Store, thread: &str) -> Vec<String> {
         .collect()
 }
 
+// The accept rules, one test each. SQLite writes them in Rust
+// (src/store/sqlite/write.rs), PostgreSQL in PL/pgSQL
+// (src/store/postgres/functions.sql, `agwire_accept`): each test holds both
+// to the same rule.
+
 #[tokio::test]
-async fn acceptance_replays_reposts_and_refuses_conflicts_strangers_and_busy_threads() {
+async fn accept_rule_a_repost_answers_the_original_acceptance() {
     for (backend, store, _database) in backends().await {
         let t = thread();
         let r1 = input(&t, "r1", "hi");
@@ -156,25 +162,76 @@ async fn acceptance_replays_reposts_and_refuses_conflicts_strangers_and_busy_thr
             "{backend}"
         );
         assert_eq!(texts(&*store, &t).await, ["hi"], "{backend}");
+        assert_eq!(
+            store.thread_runs(&t, 10).await.unwrap().len(),
+            1,
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn accept_rule_a_run_id_reused_with_another_request_is_refused() {
+    for (backend, store, _database) in backends().await {
+        let t = thread();
+        let r1 = input(&t, "r1", "hi");
+        store.accept_run(new_run("alice", &r1, "h1")).await.unwrap();
         // Same run id, another body or another thread: conflict.
         let other_body = input(&t, "r1", "bye");
         let err = store.accept_run(new_run("alice", &other_body, "h2")).await;
-        assert!(matches!(err, Err(Error::Conflict(_))), "{backend}: {err:?}");
-        let other_thread = input(&thread(), "r1", "hi");
+        assert!(
+            matches!(err, Err(Error::RunIdReused { .. })),
+            "{backend}: {err:?}"
+        );
+        let elsewhere = thread();
+        let other_thread = input(&elsewhere, "r1", "hi");
         let err = store
             .accept_run(new_run("alice", &other_thread, "h1"))
             .await;
-        assert!(matches!(err, Err(Error::Conflict(_))), "{backend}: {err:?}");
+        assert!(
+            matches!(err, Err(Error::RunIdReused { .. })),
+            "{backend}: {err:?}"
+        );
+        // Nothing was written by the refusals.
+        assert_eq!(texts(&*store, &t).await, ["hi"], "{backend}");
+        assert_eq!(
+            store.thread_owner(&elsewhere).await.unwrap(),
+            None,
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn accept_rule_another_users_thread_does_not_exist() {
+    for (backend, store, _database) in backends().await {
+        let t = thread();
+        let r1 = input(&t, "r1", "hi");
+        store.accept_run(new_run("alice", &r1, "h1")).await.unwrap();
         // Another user's thread does not exist for bob; the same run id is
         // bob's own to use.
         let bobs = input(&t, "r1", "hi");
         let err = store.accept_run(new_run("bob", &bobs, "h1")).await;
-        assert!(matches!(err, Err(Error::NotFound(_))), "{backend}: {err:?}");
+        assert!(
+            matches!(err, Err(Error::ThreadNotFound)),
+            "{backend}: {err:?}"
+        );
         assert_eq!(store.run("bob", "r1").await.unwrap(), None, "{backend}");
+        assert_eq!(texts(&*store, &t).await, ["hi"], "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn accept_rule_a_busy_thread_refuses_the_run_or_queues_it() {
+    for (backend, store, _database) in backends().await {
+        let t = thread();
+        let r1 = input(&t, "r1", "hi");
+        store.accept_run(new_run("alice", &r1, "h1")).await.unwrap();
         // Busy while r1 is active; with `enqueue`, accepted as waiting.
         let r2 = input(&t, "r2", "more");
         let err = store.accept_run(new_run("alice", &r2, "h3")).await;
-        assert!(matches!(err, Err(Error::Busy(_))), "{backend}: {err:?}");
+        assert!(matches!(err, Err(Error::ThreadBusy)), "{backend}: {err:?}");
+        assert_eq!(store.run("alice", "r2").await.unwrap(), None, "{backend}");
         let waiting = store
             .accept_run(queued_behind("alice", &r2, "h3"))
             .await
@@ -188,7 +245,6 @@ async fn acceptance_replays_reposts_and_refuses_conflicts_strangers_and_busy_thr
             (RunStatus::Queued, "alice"),
             "{backend}"
         );
-        // Nothing was written by the refusals.
         assert_eq!(
             store.thread_runs(&t, 10).await.unwrap().len(),
             2,
@@ -218,7 +274,7 @@ async fn two_accepts_racing_on_one_idle_thread_never_both_find_it_idle() {
                     accepted += 1;
                     created += usize::from(a.created);
                 }
-                Err(Error::Busy(_)) => {}
+                Err(Error::ThreadBusy) => {}
                 Err(other) => panic!("{backend}: {other}"),
             }
         }
@@ -386,7 +442,7 @@ async fn an_accept_that_may_start_its_run_starts_it_only_on_an_idle_thread() {
 
 #[tokio::test]
 async fn a_claim_hands_back_what_validation_established() {
-    use agwire_service::validate::RuntimeMode;
+    use agwire_service::run::RuntimeMode;
     for (backend, store, _database) in backends().await {
         let t = thread();
         let body = json!({
@@ -656,10 +712,16 @@ async fn a_jobs_thread_is_its_owners_from_the_start_and_jobs_are_per_user() {
         // Nobody else can post to it.
         let bobs = input(&t, "b1", "mine now");
         let err = store.accept_run(new_run("bob", &bobs, "h")).await;
-        assert!(matches!(err, Err(Error::NotFound(_))), "{backend}: {err:?}");
+        assert!(
+            matches!(err, Err(Error::ThreadNotFound)),
+            "{backend}: {err:?}"
+        );
         // A job on a thread in use is refused, and nothing is written.
         let err = store.create_job(&job("j2", "bob", &t, Some(10))).await;
-        assert!(matches!(err, Err(Error::Conflict(_))), "{backend}: {err:?}");
+        assert!(
+            matches!(err, Err(Error::JobThreadTaken)),
+            "{backend}: {err:?}"
+        );
         assert_eq!(store.jobs("bob").await.unwrap(), [], "{backend}");
         // Lookups are per user.
         assert!(store.job("bob", "j1").await.unwrap().is_none(), "{backend}");
@@ -1201,7 +1263,10 @@ async fn writes_of_many_runs_at_once_each_get_their_own_answer() {
             writes.spawn(async move {
                 if late == 0 {
                     let refused = store.append_events(&gone, &[text(99)]).await;
-                    assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
+                    assert!(
+                        matches!(refused, Err(Error::RunNotRunning { .. })),
+                        "{refused:?}"
+                    );
                     (100, None)
                 } else {
                     (101, end(&*store, &gone, &finished(&t30, &r30), &[]).await)
@@ -1244,7 +1309,7 @@ async fn only_a_running_run_takes_events() {
         assert!(
             matches!(
                 store.append_events(&accepted.task_id, &[text(1)]).await,
-                Err(Error::Conflict(_))
+                Err(Error::RunNotRunning { .. })
             ),
             "{backend}"
         );
@@ -1262,7 +1327,7 @@ async fn only_a_running_run_takes_events() {
         assert!(
             matches!(
                 store.append_events(&accepted.task_id, &[text(2)]).await,
-                Err(Error::Conflict(_))
+                Err(Error::RunNotRunning { .. })
             ),
             "{backend}"
         );

@@ -1,11 +1,10 @@
-//! Seed 004's validation table, rule by rule, each boundary on both sides,
+//! The agent-run API's validation table, rule by rule, each boundary on both sides,
 //! the order between rules, and the seed's four request examples.
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns
 
 use agwire_core::{ContentPart, Message, PartSource};
-use agwire_service::validate::{
-    MAX_PAYLOAD_BYTES, Rejection, Rules, RuntimeMode, ValidRun, validate_run,
-};
+use agwire_service::run::RuntimeMode;
+use agwire_service::validate::{MAX_PAYLOAD_BYTES, Rejection, Rules, ValidRun, validate_run};
 use serde_json::{Value, json};
 
 const THREAD: &str = "550e8400-e29b-41d4-a716-446655440000";

@@ -1,4 +1,4 @@
-//! Seed 004's validation table over real HTTP: every rule's exact message,
+//! The agent-run API's validation table over real HTTP: every rule's exact message,
 //! each limit on both sides of its boundary, the seed's four request
 //! examples accepted, and nothing stored for any rejected request.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns
@@ -328,7 +328,7 @@ async fn the_seeds_four_request_examples_are_accepted() {
     let addr = server.addr;
     let client = reqwest::Client::new();
     let url = common::upload(addr, PNG).await;
-    // Seed 004's examples, verbatim but for what a live service must own:
+    // The agent-run API's documented examples, verbatim but for what a live service must own:
     // the storage URL is one this service signed, and each goes on a fresh
     // thread (the seed reuses one thread id, busy while a run is active).
     let examples = [

@@ -246,8 +246,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     }
     // The API, and the web app at / (agwire-web).
     let app = service.router_with(agwire_web::router());
-    let scheduler = service.engine().clone();
-    tokio::spawn(async move { scheduler.schedule_jobs(Duration::from_secs(1)).await });
+    let scheduler = service.scheduler();
+    tokio::spawn(async move { scheduler.run(Duration::from_secs(1)).await });
     let draining = service.clone();
     let grace = Duration::from_secs(config.grace_seconds);
     let shutdown = async move {
@@ -258,7 +258,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         );
         draining.drain(grace).await;
     };
-    agwire_service::server::serve(listener, app, &config.http, shutdown)
+    service
+        .serve(listener, app, shutdown)
         .await
         .map_err(|e| e.to_string())
 }

@@ -397,7 +397,7 @@ fn a_config_file_is_read_and_a_typo_refuses_to_start() {
     );
 }
 
-/// Seed 004's calendar example through the whole pipeline (scripted model)
+/// The agent-run API's calendar example through the whole pipeline (scripted model)
 /// in a process whose own zone is Asia/Tokyo: the event zone comes from the
 /// device, else the profile, else UTC — never the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -425,7 +425,7 @@ async fn calendar_times_follow_the_device_then_the_profile_then_utc_never_the_se
             .expect("calendar_write succeeded")
     };
 
-    // 1. The device's zone and clock (seed 004's example).
+    // 1. The device's zone and clock (the agent-run API's documented example).
     let thread = uuid::Uuid::new_v4().to_string();
     let device = json!({"device_timezone": "America/Los_Angeles",
         "client_now_iso": "2026-03-16T09:12:33-07:00", "client_epoch_ms": 1_773_677_553_000_i64});

@@ -1,6 +1,6 @@
 //! `POST /api/v1/agui`: a standard AG-UI endpoint. The whole conversation
 //! comes in every request, as `HttpAgent` and CopilotKit send it; same runs,
-//! log and threads as the seed-004 endpoint, without its single-turn rules.
+//! log and threads as `/api/v1/agent/runs`, without its single-turn rules.
 
 use agwire_codec::negotiate::Negotiator;
 use agwire_core::RunAgentInput;
@@ -14,16 +14,15 @@ use super::error::Detail;
 use super::stream::stream;
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User};
 use crate::config::BusyThread;
-use crate::runs::RunRequest;
+use crate::run::{Admission, RunRequest};
 use crate::service::Service;
-use crate::store::Admission;
 
 /// Longest thread or run id `/api/v1/agui` takes (ids are opaque there).
 const MAX_AGUI_ID: usize = 128;
 /// Most messages one `/api/v1/agui` request may carry.
 const MAX_AGUI_MESSAGES: usize = 2000;
 
-/// The rules a standard request must meet (the seed endpoint's are in
+/// The rules a standard request must meet (`/api/v1/agent/runs`'s are in
 /// [`crate::validate`]).
 fn check(input: &RunAgentInput) -> Result<(), ApiError> {
     let rejection = if input.thread_id.is_empty() || input.thread_id.chars().count() > MAX_AGUI_ID {

@@ -2,7 +2,7 @@
 //! route, parameters and answers, and the router is built from those same
 //! annotations (`utoipa_axum::routes!`), so the document lists exactly the
 //! routes the service answers. Response bodies are the types the handlers
-//! serialize. Request bodies that the service reads by hand (seed 004's
+//! serialize. Request bodies that the service reads by hand (the agent-run API's
 //! rules come in a fixed order with fixed messages, which a derived
 //! deserializer cannot give) are described by the types in this file.
 //!
@@ -24,7 +24,7 @@ use super::error::Detail;
     info(
         title = "agwire serve",
         version = env!("CARGO_PKG_VERSION"),
-        description = "The agwire agent-run service: seed 004's run API, a standard AG-UI endpoint, history, attachments, profile, automation jobs, calendar. Prose: docs/API.md."
+        description = "The agwire agent-run service: the agent-run API (runs validated before anything is written, streamed resumably), a standard AG-UI endpoint, history, attachments, profile, automation jobs, calendar. Prose: docs/API.md."
     ),
     servers((url = "http://127.0.0.1:8080")),
     components(schemas(Detail)),
@@ -188,7 +188,7 @@ pub(super) mod bodies {
     use utoipa::ToSchema;
 
     /// AG-UI 1.1 `RunAgentInput` as the service reads it (snake_case aliases
-    /// accepted). The seed endpoint's rules, in their order, are in
+    /// accepted). The agent-run API's rules, in their order, are in
     /// [`crate::validate`]; `/api/v1/agui` reads it as agwire-core's
     /// `RunAgentInput`.
     #[derive(ToSchema, Deserialize)]
@@ -250,7 +250,7 @@ pub(super) mod bodies {
         value: String,
     }
 
-    /// Seed 004: exactly `runtime_mode` and optional `client_time`.
+    /// Exactly `runtime_mode` and optional `client_time`.
     #[derive(ToSchema, Deserialize)]
     struct ForwardedProps {
         runtime_mode: Option<RuntimeModeName>,

@@ -55,12 +55,40 @@ impl ApiError {
     }
 }
 
+/// Every sentence a client reads for an engine or store error.
 impl From<Error> for ApiError {
     fn from(error: Error) -> Self {
         match error {
-            Error::NotFound(m) => Self::not_found(m),
-            Error::Conflict(m) | Error::Busy(m) => Self::new(StatusCode::CONFLICT, m),
-            Error::Unavailable(m) => Self::new(StatusCode::SERVICE_UNAVAILABLE, m),
+            Error::ThreadNotFound => Self::not_found("thread not found"),
+            Error::AttachmentNotFound => Self::not_found("attachment not found"),
+            Error::RunIdReused { run_id } => Self::new(
+                StatusCode::CONFLICT,
+                format!("runId '{run_id}' was already used with a different request"),
+            ),
+            Error::RunIdInFlight { run_id } => Self::new(
+                StatusCode::CONFLICT,
+                format!("runId '{run_id}' is being accepted by another request"),
+            ),
+            Error::ThreadBusy => Self::new(
+                StatusCode::CONFLICT,
+                "the thread already has an active run; wait for it or cancel it",
+            ),
+            Error::RunNotRunning { task_id } => Self::new(
+                StatusCode::CONFLICT,
+                format!("run {task_id} is not running"),
+            ),
+            Error::JobThreadTaken => Self::new(
+                StatusCode::CONFLICT,
+                "the job's thread id is already in use",
+            ),
+            Error::ShuttingDown => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down; retry shortly",
+            ),
+            Error::LogUnavailable(why) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("could not write to the run log: {why}"),
+            ),
             error => {
                 // The cause is for the operator, not the client.
                 tracing::error!(%error, "internal error");

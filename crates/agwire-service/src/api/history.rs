@@ -18,7 +18,7 @@ use crate::service::Service;
     get,
     path = "/api/v1/agent/history",
     operation_id = "history",
-    summary = "Day-scoped history snapshot (seed 004)",
+    summary = "Day-scoped history snapshot",
     params(
         ("threadId" = Option<String>, Query, description = "Default: the user's most recently active thread"),
         ("before" = Option<String>, Query, format = Date, description = "Latest day with messages strictly before this date (profile time zone, UTC if none)"),

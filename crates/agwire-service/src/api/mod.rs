@@ -14,6 +14,7 @@ pub(crate) mod limits;
 mod ops;
 mod profile;
 mod runs;
+mod serve;
 mod stream;
 
 use std::time::Duration;
@@ -36,7 +37,7 @@ pub(crate) use error::{ApiError, ApiResult};
 /// Backend tools (frontend tools may not reuse their names).
 const BACKEND_TOOLS: &[&str] = &crate::brain::tools::NAMES;
 
-pub(crate) use crate::runs::now_ms;
+pub(crate) use crate::engine::now_ms;
 
 /// The authenticated user of a request (401 without a valid token when auth
 /// is on).

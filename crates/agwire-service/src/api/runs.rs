@@ -1,10 +1,9 @@
-//! `/api/v1/agent/runs` (seed 004): accept a run (202, or its stream when
+//! `/api/v1/agent/runs` (the agent-run API): accept a run (202, or its stream when
 //! asked), read it, stream or resume its events, cancel it.
 
 use std::collections::HashMap;
 
 use agwire_codec::negotiate::{Negotiator, WireFormat};
-use agwire_core::RunAgentInput;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
@@ -17,11 +16,11 @@ use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
 use super::error::Detail;
 use super::stream::stream;
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User, now_ms};
-use crate::attachments::{Attachments, REFERENCE_PREFIX};
+
 use crate::config::BusyThread;
-use crate::runs::RunRequest;
+use crate::run::{Admission, RunRequest, RunStatus};
 use crate::service::Service;
-use crate::store::{Admission, RunRecord, RunStatus};
+use crate::store::RunRecord;
 use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 
 /// What a path segment must escape: everything but RFC 3986's unreserved
@@ -130,8 +129,8 @@ pub(super) struct CancelRequested {
     post,
     path = "/api/v1/agent/runs",
     operation_id = "createRun",
-    summary = "Accept a run (seed 004)",
-    description = "Validates in seed 004's order before anything is written, appends the user message to its thread and creates the run in one transaction, and executes it in the background. With `Accept: text/event-stream` or `application/vnd.ag-ui.event+proto` the answer is the run's stream instead of 202. Re-posting the same body with the same threadId and runId answers the original acceptance. With `runs.busy_thread = \"enqueue\"` a run on a busy thread is accepted and waits.",
+    summary = "Accept a run",
+    description = "Validates rule by rule, in a fixed order, before anything is written, appends the user message to its thread and creates the run in one transaction, and executes it in the background. With `Accept: text/event-stream` or `application/vnd.ag-ui.event+proto` the answer is the run's stream instead of 202. Re-posting the same body with the same threadId and runId answers the original acceptance. With `runs.busy_thread = \"enqueue\"` a run on a busy thread is accepted and waits.",
     request_body(content = RunAgentInputBody, description = "At most 256 KiB.", content_type = "application/json"),
     responses(
         (status = 202, description = "Accepted", body = TaskAccepted,
@@ -179,7 +178,7 @@ pub(super) async fn post_run(
     })?;
     // Store references, not URLs: a URL expires, the attachment does not.
     if let Some(attachments) = &service.attachments {
-        to_references(&mut run.input, attachments, &user, now_s);
+        attachments.to_references(&mut run.input, &user, now_s);
     }
     let request = RunRequest {
         user,
@@ -320,25 +319,4 @@ pub(super) async fn cancel_run(
         }),
     )
         .into_response())
-}
-
-/// Replaces the user message's signed attachment URLs by references.
-fn to_references(input: &mut RunAgentInput, attachments: &Attachments, user: &str, now_s: i64) {
-    use agwire_core::{Content, ContentPart, Message, PartSource};
-    for message in &mut input.messages {
-        let Message::User(message) = message else {
-            continue;
-        };
-        let Content::Parts(parts) = &mut message.content else {
-            continue;
-        };
-        for part in parts.iter_mut() {
-            if let ContentPart::Image(media) = part
-                && let PartSource::Url { value, .. } = &mut media.source
-                && let Some(id) = attachments.verify_url(value, user, now_s)
-            {
-                *value = format!("{REFERENCE_PREFIX}{id}");
-            }
-        }
-    }
 }

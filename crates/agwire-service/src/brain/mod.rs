@@ -7,6 +7,7 @@ pub mod agents;
 pub mod builtin;
 pub mod demo;
 pub mod llm;
+mod setup;
 pub(crate) mod tools;
 pub mod ui_schema;
 
@@ -17,8 +18,8 @@ use agwire_server::DynAgent;
 
 use crate::brain::agents::RuntimeConfig;
 use crate::clock::RunClock;
+use crate::run::RuntimeMode;
 use crate::store::Store;
-use crate::validate::RuntimeMode;
 
 /// Everything a run's agent may need beyond its `RunAgentInput`.
 #[derive(Debug, Clone)]

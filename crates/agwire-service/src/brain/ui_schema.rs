@@ -1,4 +1,4 @@
-//! `ui_hints` → seed 004's `UiSchemaRenderer` (`version: "2.0"`), the
+//! `ui_hints` → the agent-run API's `UiSchemaRenderer` (`version: "2.0"`), the
 //! structure a front end renders under an assistant message. The node set
 //! is specified in `docs/ui-schema.md`.
 //!

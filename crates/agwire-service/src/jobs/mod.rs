@@ -10,6 +10,9 @@
 //! between the two repeats the accept, which changes nothing.
 
 pub(crate) mod schedule;
+mod scheduler;
+
+pub use scheduler::Scheduler;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
@@ -18,15 +21,13 @@ use serde_json::{Map, Value, json};
 use crate::brain::agents::{JobRuntime, RuntimeConfig};
 use crate::error::Error;
 use crate::jobs::schedule::Schedule;
-use crate::store::{Admission, JobRecord};
+use crate::store::JobRecord;
 
 /// Longest job name and prompt.
 const MAX_NAME: usize = 200;
 const MAX_PROMPT: usize = 10_000;
 /// Jobs one user may have.
 pub(crate) const MAX_JOBS_PER_USER: usize = 100;
-/// Due jobs started per scheduler pass.
-const BATCH: u32 = 100;
 
 /// A job as the API shows it.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
@@ -149,7 +150,10 @@ pub(crate) fn apply(
 
 /// The run a job's tick starts (the same bytes every time for one tick, so
 /// a repeated accept is the idempotent re-post).
-fn tick_input(job: &JobRecord, due_ms: i64) -> Result<agwire_core::RunAgentInput, Error> {
+pub(crate) fn tick_input(
+    job: &JobRecord,
+    due_ms: i64,
+) -> Result<agwire_core::RunAgentInput, Error> {
     let run_id = format!("job-{}-{due_ms}", job.id);
     let input = json!({
         "threadId": job.thread_id,
@@ -161,77 +165,4 @@ fn tick_input(job: &JobRecord, due_ms: i64) -> Result<agwire_core::RunAgentInput
         "forwardedProps": {"runtime_mode": "automation"},
     });
     Ok(serde_json::from_value(input)?)
-}
-
-impl crate::runs::Engine {
-    /// Starts every job tick due at `now` (the scheduler calls this about
-    /// once a second; tests call it with their own clock). Returns the run
-    /// ids it started; a tick another scheduler already started is not
-    /// started again. Ticks missed while the service was down fire once, not
-    /// once per missed tick.
-    pub async fn run_due_jobs(&self, now: Timestamp) -> Result<Vec<String>, Error> {
-        let mut started = Vec::new();
-        for job in self.store.due_jobs(now.as_millisecond(), BATCH).await? {
-            let Some(due) = job.next_run_at else {
-                continue;
-            };
-            let input = tick_input(&job, due)?;
-            let run_id = input.run_id.clone();
-            let admission = Admission {
-                enqueue: true,
-                whole_history: false,
-            };
-            let request = crate::runs::RunRequest {
-                user: job.user_id.clone(),
-                input,
-                mode: Some(crate::validate::RuntimeMode::Automation),
-                client_time: None,
-                admission,
-            };
-            let accepted = match self.accept(request).await {
-                Ok(accepted) => Some(accepted),
-                Err(Error::Unavailable(_)) => return Ok(started),
-                // A tick that can never be accepted (its thread is not the
-                // job owner's, the run id was used for another request) is
-                // skipped, not retried every second.
-                Err(error @ (Error::NotFound(_) | Error::Conflict(_) | Error::Busy(_))) => {
-                    tracing::warn!(job = job.id, %error, "a job's tick cannot run; skipping it");
-                    None
-                }
-                Err(error) => {
-                    tracing::error!(job = job.id, %error, "could not start a job's run");
-                    continue;
-                }
-            };
-            let schedule: Schedule = serde_json::from_str(&job.schedule)?;
-            let zone = TimeZone::get(&job.timezone).unwrap_or(TimeZone::UTC);
-            let from = now.max(Timestamp::from_millisecond(due).unwrap_or(now));
-            let next = schedule
-                .next_after(from, &zone)
-                .ok()
-                .map(|t| t.as_millisecond());
-            // Whoever moves the job on, the run exists once: the accept
-            // that created it is the one that started it.
-            self.store.advance_job(&job.id, due, next).await?;
-            if accepted.is_some_and(|a| !a.replayed) {
-                started.push(run_id);
-            }
-        }
-        Ok(started)
-    }
-
-    /// Runs the scheduler until the service shuts down.
-    pub async fn schedule_jobs(&self, period: std::time::Duration) {
-        let mut interval = tokio::time::interval(period);
-        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = interval.tick() => {}
-                () = self.stopping() => return,
-            }
-            if let Err(error) = self.run_due_jobs(Timestamp::now()).await {
-                tracing::error!(%error, "scheduler pass failed");
-            }
-        }
-    }
 }

@@ -15,97 +15,15 @@ mod records;
 mod sqlite;
 
 use std::fmt;
-use std::str::FromStr;
 
 use agwire_core::{BaseEvent, Event, Message, RunAgentInput, RunStartedEvent};
 use async_trait::async_trait;
 
 use crate::error::Error;
-use crate::validate::{ClientTime, RuntimeMode};
+use crate::run::{Admission, ClientTime, RunStatus, RuntimeMode};
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
-
-/// A run's state. `Queued` and `Running` are active; the rest are final, and
-/// a final state never changes.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, utoipa::ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    /// Accepted, waiting for its thread or for a worker.
-    Queued,
-    /// Taken by a worker.
-    Running,
-    /// Ended with `RUN_FINISHED` (success).
-    Succeeded,
-    /// Ended with `RUN_ERROR`.
-    Failed,
-    /// Ended with `RUN_FINISHED` outcome `cancelled`.
-    Cancelled,
-    /// Ended with `RUN_FINISHED` outcome `interrupt`.
-    Interrupted,
-}
-
-impl RunStatus {
-    /// Every status, active ones first.
-    pub const ALL: [Self; 6] = [
-        Self::Queued,
-        Self::Running,
-        Self::Succeeded,
-        Self::Failed,
-        Self::Cancelled,
-        Self::Interrupted,
-    ];
-
-    /// Its name in the API and the database.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Running => "running",
-            Self::Succeeded => "succeeded",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-            Self::Interrupted => "interrupted",
-        }
-    }
-
-    /// Whether the run has yet to end.
-    pub fn is_active(self) -> bool {
-        matches!(self, Self::Queued | Self::Running)
-    }
-}
-
-impl fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for RunStatus {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        Self::ALL
-            .into_iter()
-            .find(|status| status.as_str() == s)
-            .ok_or_else(|| Error::Internal(format!("unknown run status '{s}'")))
-    }
-}
-
-/// How a run is admitted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Admission {
-    /// A thread with an active run takes the new one as queued instead of
-    /// refusing it.
-    pub enqueue: bool,
-    /// The request carries the whole conversation (a standard AG-UI client):
-    /// its messages not yet in the thread are appended, in order. Otherwise
-    /// (seed 004) its one user message — with the tool messages answering the
-    /// previous turn's frontend tool calls, placed before it — is the turn's
-    /// new input.
-    pub whole_history: bool,
-}
 
 /// A validated run to accept.
 #[derive(Debug, Clone, Copy)]
@@ -251,8 +169,9 @@ pub trait RunStore: Send + Sync {
     /// nothing is. Rules, in order: the same `(user, runId)` with the same
     /// request hash answers the original acceptance again (`replayed`,
     /// nothing stored); with another hash or thread it is
-    /// [`Error::Conflict`]; a thread of another user is [`Error::NotFound`];
-    /// a thread with an active run is [`Error::Busy`] — or, with
+    /// [`Error::RunIdReused`]; a thread of another user is
+    /// [`Error::ThreadNotFound`]; a thread with an active run is
+    /// [`Error::ThreadBusy`] — or, with
     /// `admission.enqueue`, the run is accepted as waiting and its messages
     /// are kept aside until it is claimed, so a thread reads in the order its
     /// turns ran. Two accepts racing on one idle thread never both find it
@@ -282,7 +201,7 @@ pub trait RunStore: Send + Sync {
     /// (the first event of a log is 1), in one transaction; returns the first
     /// one's number. A run that is not running (it ended — perhaps ended by
     /// another process that found its lease expired) takes nothing:
-    /// [`Error::Conflict`].
+    /// [`Error::RunNotRunning`].
     async fn append_events(&self, task_id: &str, events: &[Event]) -> Result<u64, Error>;
 
     /// Ends an active run in one transaction: its final status, error and
@@ -550,7 +469,7 @@ pub struct JobRecord {
 pub trait JobStore: Send + Sync {
     /// Creates a job and its thread, owned by the job's owner, in one
     /// transaction: no other user can ever post to (or take) that thread. A
-    /// thread id already in use is [`Error::Conflict`] (nothing is written).
+    /// thread id already in use is [`Error::JobThreadTaken`] (nothing is written).
     async fn create_job(&self, job: &JobRecord) -> Result<(), Error>;
 
     /// Replaces a job's fields (its owner and thread never change: a job of

@@ -5,7 +5,8 @@
 use agwire_core::{Message, RunAgentInput};
 
 use crate::error::Error;
-use crate::store::{Ending, NewRun, RunStatus};
+use crate::run::RunStatus;
+use crate::store::{Ending, NewRun};
 
 /// A message as a row: id, role, JSON.
 pub(in crate::store) type MessageRow = (String, &'static str, String);
@@ -47,7 +48,7 @@ impl Accept {
         let candidates: Vec<&Message> = if run.admission.whole_history {
             input.messages.iter().collect()
         } else {
-            // Seed 004 sends exactly one user message — the turn's new one —
+            // The agent-run API sends exactly one user message — the turn's new one —
             // and may add tool messages answering the previous turn's
             // frontend tool calls. Those answers come before it in the
             // thread, where the conversation needs them.
@@ -81,7 +82,7 @@ impl Accept {
             run_id: input.run_id.clone(),
             request_hash: run.request_hash.to_owned(),
             input_json: serde_json::to_string(input)?,
-            mode: run.mode.map(crate::validate::RuntimeMode::as_str),
+            mode: run.mode.map(crate::run::RuntimeMode::as_str),
             client_time: run.client_time.map(|t| t.to_json().to_string()),
             enqueue: run.admission.enqueue,
             dedupe,
@@ -148,7 +149,7 @@ pub(in crate::store) fn claimed(
     mode: Option<&str>,
     client_time: Option<&str>,
 ) -> Result<crate::store::Claimed, Error> {
-    use crate::validate::{ClientTime, RuntimeMode};
+    use crate::run::{ClientTime, RuntimeMode};
     Ok(crate::store::Claimed {
         task_id,
         user_id,

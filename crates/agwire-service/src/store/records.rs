@@ -191,9 +191,7 @@ macro_rules! shared_records {
                 .execute(&mut *tx)
                 .await?;
                 if inserted.rows_affected() != 1 {
-                    return Err(Error::Conflict(
-                        "the job's thread id is already in use".into(),
-                    ));
+                    return Err(Error::JobThreadTaken);
                 }
                 sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO automation_jobs ({JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
                 )))

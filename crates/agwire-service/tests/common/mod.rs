@@ -144,7 +144,7 @@ async fn start_service(
         .with_attachments(attachments)
         .with_auth(auth);
     service.start().await.unwrap();
-    let addr = listen_with(&service, &config.http).await;
+    let addr = listen(&service).await;
     Server {
         addr,
         service,
@@ -153,18 +153,15 @@ async fn start_service(
     }
 }
 
-/// Serves `service` on 127.0.0.1:0 (default HTTP settings); its address.
+/// Serves `service` on 127.0.0.1:0 (with its own HTTP settings); its
+/// address.
 pub async fn listen(service: &Service) -> SocketAddr {
-    listen_with(service, &agwire_service::config::HttpConfig::default()).await
-}
-
-async fn listen_with(service: &Service, http: &agwire_service::config::HttpConfig) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = service.router();
-    let http = http.clone();
+    let (service, app) = (service.clone(), service.router());
     tokio::spawn(async move {
-        agwire_service::server::serve(listener, app, &http, std::future::pending())
+        service
+            .serve(listener, app, std::future::pending())
             .await
             .unwrap();
     });
@@ -178,7 +175,7 @@ pub async fn serve() -> SocketAddr {
         .addr
 }
 
-/// A seed-004 request with one user message.
+/// An agent-run API request with one user message.
 pub fn body(thread: &str, run_id: &str, text: &str) -> Value {
     json!({
         "threadId": thread, "runId": run_id, "state": {},

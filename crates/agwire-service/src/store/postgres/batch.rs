@@ -142,7 +142,7 @@ impl Writer {
 
     async fn call(&self, write: Write) -> Result<Option<i64>, Error> {
         let (reply, answer) = oneshot::channel();
-        let gone = || Error::Unavailable("the store is shutting down".into());
+        let gone = || Error::ShuttingDown;
         self.calls
             .send(Call { write, reply })
             .await
@@ -212,9 +212,9 @@ async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Call>, stop: Cancellatio
             Err(error) => {
                 tracing::error!(%error, "a batch of run writes failed");
                 for call in batch {
-                    let _ = call.reply.send(Err(Error::Unavailable(format!(
-                        "could not write to the run log: {error}"
-                    ))));
+                    let _ = call
+                        .reply
+                        .send(Err(Error::LogUnavailable(error.to_string())));
                 }
             }
         }

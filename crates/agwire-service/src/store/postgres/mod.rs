@@ -53,6 +53,26 @@ pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(20);
 /// The schema, versioned.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
+/// The run's write functions as this binary has them: the one place they are
+/// written (the migrations hold the tables and indexes).
+const FUNCTIONS: &str = include_str!("functions.sql");
+/// The advisory lock the processes connecting at once take in turn to
+/// replace the functions (two `CREATE OR REPLACE` of one function at once
+/// fail with "tuple concurrently updated").
+const FUNCTIONS_LOCK: i64 = 0x6167_7769_7265_0001;
+
+/// Puts this binary's write functions in place, in one transaction.
+async fn apply_functions(pool: &PgPool) -> Result<(), Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(FUNCTIONS_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::raw_sql(FUNCTIONS).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// A PostgreSQL database shared by any number of replicas.
 #[derive(Debug, Clone)]
 pub struct PgStore {
@@ -96,6 +116,7 @@ impl PgStore {
             )),
             other => Error::Config(format!("cannot migrate the PostgreSQL database: {other}")),
         })?;
+        apply_functions(&pool).await?;
         Self::start(pool, lease).await
     }
 

@@ -244,21 +244,17 @@ impl PgStore {
                 "accepted" => accepted(false, None),
                 "started" => accepted(false, run.start.clone()),
                 "replayed" => accepted(true, None),
-                "conflict" => Err(Error::Conflict(format!(
-                    "runId '{}' was already used with a different request",
-                    run.run_id
-                ))),
-                "not_found" => Err(Error::NotFound("thread not found".into())),
-                "busy" => Err(Error::Busy(
-                    "the thread already has an active run; wait for it or cancel it".into(),
-                )),
+                "conflict" => Err(Error::RunIdReused {
+                    run_id: run.run_id.clone(),
+                }),
+                "not_found" => Err(Error::ThreadNotFound),
+                "busy" => Err(Error::ThreadBusy),
                 other => Err(Error::Internal(format!("agwire_accept answered {other}"))),
             };
         }
-        Err(Error::Conflict(format!(
-            "runId '{}' is being accepted by another request",
-            run.run_id
-        )))
+        Err(Error::RunIdInFlight {
+            run_id: run.run_id.clone(),
+        })
     }
 }
 
@@ -317,7 +313,9 @@ impl RunStore for PgStore {
         let first = self.writer.append(task_id, events).await?;
         match first {
             Some(first) => Ok(u64::try_from(first).unwrap_or(0)),
-            None => Err(Error::Conflict(format!("run {task_id} is not running"))),
+            None => Err(Error::RunNotRunning {
+                task_id: task_id.to_owned(),
+            }),
         }
     }
 

@@ -20,130 +20,20 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 use crate::error::Error;
 
-/// Schema versions, applied in order; `PRAGMA user_version` records the last.
+/// Schema versions, applied in order (`migrations/sqlite/`, one file each);
+/// `PRAGMA user_version` records the last. A file, once released, never
+/// changes: a change is a new file.
 const MIGRATIONS: &[&str] = &[
-    r"
-CREATE TABLE threads (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    last_active_at INTEGER NOT NULL
-);
-CREATE INDEX threads_by_user ON threads (user_id, last_active_at);
-CREATE TABLE messages (
-    thread_id TEXT NOT NULL REFERENCES threads (id),
-    seq INTEGER NOT NULL,
-    id TEXT NOT NULL,
-    run_id TEXT,
-    role TEXT NOT NULL,
-    body TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    PRIMARY KEY (thread_id, seq)
-);
-CREATE TABLE runs (
-    task_id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    thread_id TEXT NOT NULL REFERENCES threads (id),
-    run_id TEXT NOT NULL,
-    request_hash TEXT NOT NULL,
-    created_thread INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    input TEXT NOT NULL,
-    error TEXT,
-    created_at INTEGER NOT NULL,
-    started_at INTEGER,
-    finished_at INTEGER,
-    UNIQUE (user_id, run_id)
-);
-CREATE INDEX runs_by_thread ON runs (thread_id, status);
-CREATE TABLE run_events (
-    task_id TEXT NOT NULL REFERENCES runs (task_id),
-    seq INTEGER NOT NULL,
-    event TEXT NOT NULL,
-    PRIMARY KEY (task_id, seq)
-);
-",
-    r"
-CREATE TABLE users (
-    id TEXT PRIMARY KEY,
-    settings TEXT NOT NULL DEFAULT '{}',
-    updated_at INTEGER NOT NULL
-);
-",
-    r"
-CREATE TABLE attachments (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    mime_type TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    created_at INTEGER NOT NULL
-);
-",
-    r"
-ALTER TABLE runs ADD COLUMN usage TEXT;
-ALTER TABLE runs ADD COLUMN pending_messages TEXT;
-CREATE INDEX messages_by_id ON messages (thread_id, id);
-",
-    r"
-CREATE TABLE calendar_events (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    title TEXT NOT NULL,
-    start_ms INTEGER NOT NULL,
-    end_ms INTEGER NOT NULL,
-    timezone TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-);
-CREATE INDEX calendar_by_user ON calendar_events (user_id, start_ms);
-",
-    r"
-CREATE TABLE automation_jobs (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    schedule TEXT NOT NULL,
-    timezone TEXT NOT NULL,
-    prompt TEXT NOT NULL,
-    config TEXT NOT NULL,
-    enabled INTEGER NOT NULL,
-    thread_id TEXT NOT NULL,
-    next_run_at INTEGER,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-);
-CREATE INDEX jobs_by_user ON automation_jobs (user_id, created_at);
-CREATE INDEX jobs_due ON automation_jobs (enabled, next_run_at);
-",
-    r"
-ALTER TABLE messages ADD COLUMN ui_schema TEXT;
-",
-    // Claims scan the queued runs in acceptance order.
-    r"
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
-",
-    // A job's thread belongs to the job's owner from the moment the job
-    // exists (before, it was created by the first tick, and another user
-    // could take it first). Jobs whose thread another user already holds
-    // move to a fresh thread of their own.
-    r"
-UPDATE automation_jobs SET thread_id = lower(
-    hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' ||
-    substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))
-WHERE EXISTS (SELECT 1 FROM threads t WHERE t.id = automation_jobs.thread_id AND t.user_id <> automation_jobs.user_id);
-INSERT INTO threads (id, user_id, created_at, last_active_at)
-SELECT thread_id, user_id, created_at, created_at FROM automation_jobs j
-WHERE NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = j.thread_id);
-",
-    // What validation established about a run, kept typed beside its input
-    // (the engine does not parse forwardedProps again).
-    r"
-ALTER TABLE runs ADD COLUMN runtime_mode TEXT;
-ALTER TABLE runs ADD COLUMN client_time TEXT;
-UPDATE runs SET runtime_mode = json_extract(input, '$.forwardedProps.runtime_mode'),
-    client_time = json(json_extract(input, '$.forwardedProps.client_time'))
-WHERE status = 'queued';
-",
+    include_str!("../../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../../migrations/sqlite/0002_users.sql"),
+    include_str!("../../../migrations/sqlite/0003_attachments.sql"),
+    include_str!("../../../migrations/sqlite/0004_run_usage.sql"),
+    include_str!("../../../migrations/sqlite/0005_calendar_events.sql"),
+    include_str!("../../../migrations/sqlite/0006_automation_jobs.sql"),
+    include_str!("../../../migrations/sqlite/0007_message_ui_schema.sql"),
+    include_str!("../../../migrations/sqlite/0008_runs_by_status.sql"),
+    include_str!("../../../migrations/sqlite/0009_job_threads_owned.sql"),
+    include_str!("../../../migrations/sqlite/0010_run_mode_and_client_time.sql"),
 ];
 
 /// The embedded database.
@@ -193,7 +83,7 @@ impl SqliteStore {
     fn attachment_path(&self, id: &str) -> Result<std::path::PathBuf, Error> {
         uuid::Uuid::try_parse(id)
             .map(|_| self.files.join(id))
-            .map_err(|_| Error::NotFound("attachment not found".into()))
+            .map_err(|_| Error::AttachmentNotFound)
     }
 }
 

@@ -7,7 +7,8 @@ use sqlx::Row;
 use super::SqliteStore;
 use super::write;
 use crate::error::Error;
-use crate::store::{Accepted, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, RunStore};
+use crate::run::RunStatus;
+use crate::store::{Accepted, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStore};
 
 #[async_trait]
 impl RunStore for SqliteStore {

@@ -28,10 +28,9 @@ impl Accept {
             .optional()?;
         if let Some((task_id, thread_id, hash, created)) = existing {
             if thread_id != self.thread_id || hash != self.request_hash {
-                return Err(Error::Conflict(format!(
-                    "runId '{}' was already used with a different request",
-                    self.run_id
-                )));
+                return Err(Error::RunIdReused {
+                    run_id: self.run_id,
+                });
             }
             return Ok(Accepted {
                 task_id,
@@ -49,7 +48,7 @@ impl Accept {
             .optional()?;
         let created = match owner {
             Some(owner) if owner != self.user => {
-                return Err(Error::NotFound("thread not found".into()));
+                return Err(Error::ThreadNotFound);
             }
             Some(_) => false,
             None => {
@@ -66,9 +65,7 @@ impl Accept {
             )?
             .query_row([&self.thread_id], |r| r.get(0))?;
         if busy > 0 && !self.enqueue {
-            return Err(Error::Busy(
-                "the thread already has an active run; wait for it or cancel it".into(),
-            ));
+            return Err(Error::ThreadBusy);
         }
         let waiting = busy > 0;
         // A run waiting behind another adds its messages when it starts (or
@@ -135,7 +132,9 @@ pub(super) fn append_running(
         .query_row([task_id], |r| r.get(0))
         .optional()?;
     if status.as_deref() != Some("running") {
-        return Err(Error::Conflict(format!("run {task_id} is not running")));
+        return Err(Error::RunNotRunning {
+            task_id: task_id.to_owned(),
+        });
     }
     append(tx, task_id, events)
 }

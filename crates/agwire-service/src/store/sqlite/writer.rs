@@ -296,7 +296,7 @@ mod tests {
         let (first, first_answer) = call(insert(1));
         let (failing, failing_answer) = call(|tx| {
             tx.execute("INSERT INTO t (v) VALUES (2)", [])?;
-            Err::<(), _>(Error::Conflict("no".into()))
+            Err::<(), _>(Error::ThreadBusy)
         });
         let (panicking, panicking_answer) = call(|tx| -> Result<(), Error> {
             tx.execute("INSERT INTO t (v) VALUES (3)", []).unwrap();
@@ -307,7 +307,7 @@ mod tests {
         assert!(first_answer.blocking_recv().unwrap().is_ok());
         assert!(matches!(
             failing_answer.blocking_recv().unwrap(),
-            Err(Error::Conflict(_))
+            Err(Error::ThreadBusy)
         ));
         // The panicking call's answer channel is dropped: its caller gets an error.
         assert!(panicking_answer.blocking_recv().is_err());

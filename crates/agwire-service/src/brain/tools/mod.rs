@@ -2,8 +2,8 @@
 //! arguments checked against their JSON Schema first (an invalid call is
 //! answered with the errors, so the model can correct itself).
 //!
-//! `calendar_write` requires `event_timezone` and never defaults it (seed
-//! 004: a calendar write must carry its zone); the run's clock (device →
+//! `calendar_write` requires `event_timezone` and never defaults it (the
+//! agent-run API: a calendar write must carry its zone); the run's clock (device →
 //! profile → UTC) is what the model is told, not what the tool assumes.
 
 use std::collections::BTreeMap;
@@ -432,6 +432,5 @@ async fn calendar_delete(args: &Value, env: ToolEnv<'_>) -> Result<ToolOutput, S
 }
 
 #[cfg(test)]
-#[path = "tools_tests.rs"]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;

@@ -16,7 +16,7 @@ use agwire_server::ServeConfig;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::config::HttpConfig;
+use crate::Service;
 
 /// Room in a request head for its request line, beyond the configured
 /// header bytes: the connection refuses a head past both (431, or 414 for a
@@ -30,21 +30,26 @@ const SHUTDOWN_LINGER: Duration = Duration::from_secs(2);
 /// TCP keep-alive probes find peers that vanished without a FIN.
 const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
 
-/// Serves `app` on `listener` until `shutdown` resolves, then stops
-/// accepting and gives open connections two seconds to end.
-pub async fn serve(
-    listener: TcpListener,
-    app: Router,
-    http: &HttpConfig,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    let config = ServeConfig::default()
-        .header_read_timeout(Some(Duration::from_secs(http.header_read_timeout_seconds)))
-        .write_timeout(Some(Duration::from_secs(http.write_timeout_seconds)))
-        .max_head_bytes(http.max_header_bytes.saturating_add(REQUEST_LINE_BYTES))
-        .max_headers(http.max_headers)
-        .max_connections(Some(http.max_connections))
-        .tcp_keepalive(Some(TCP_KEEPALIVE))
-        .drain_timeout(Some(SHUTDOWN_LINGER));
-    agwire_server::serve_with(listener, app, config, shutdown).await
+impl Service {
+    /// Serves `app` (this service's [`router`](Service::router), or
+    /// [`router_with`](Service::router_with) pages beside it) on `listener`
+    /// with the service's HTTP settings, until `shutdown` resolves; then
+    /// stops accepting and gives open connections two seconds to end.
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        app: Router,
+        shutdown: impl Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        let http = &self.options.http;
+        let config = ServeConfig::default()
+            .header_read_timeout(Some(Duration::from_secs(http.header_read_timeout_seconds)))
+            .write_timeout(Some(Duration::from_secs(http.write_timeout_seconds)))
+            .max_head_bytes(http.max_header_bytes.saturating_add(REQUEST_LINE_BYTES))
+            .max_headers(http.max_headers)
+            .max_connections(Some(http.max_connections))
+            .tcp_keepalive(Some(TCP_KEEPALIVE))
+            .drain_timeout(Some(SHUTDOWN_LINGER));
+        agwire_server::serve_with(listener, app, config, shutdown).await
+    }
 }

@@ -13,8 +13,8 @@ async fn store() -> SqliteStore {
 }
 
 fn clock() -> RunClock {
-    // Device in Los Angeles at 2026-03-16T09:12:33-07:00 (seed 004's example).
-    let device = crate::validate::ClientTime {
+    // Device in Los Angeles at 2026-03-16T09:12:33-07:00 (the agent-run API's documented example).
+    let device = crate::run::ClientTime {
         device_timezone: jiff::tz::TimeZone::get("America/Los_Angeles").unwrap(),
         device_timezone_name: "America/Los_Angeles".into(),
         now: "2026-03-16T16:12:33Z".parse().unwrap(),

@@ -1,0 +1,191 @@
+//! Executing a claimed run: its agent's events appended to the log as they
+//! come (a batch per transaction), published live only once written, and
+//! its end — status, output for the thread, terminal event — in one write.
+
+use agwire_core::{BaseEvent, Event, RunErrorEvent, RunFinishedOutcome};
+use agwire_server::{CancellationToken, run_detached};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::follow::is_terminal;
+use super::hub::Producer;
+use super::{Engine, now_ms};
+use crate::brain::RunSetup;
+use crate::run::RunStatus;
+use crate::store::Ending;
+
+impl Engine {
+    /// Runs the agent, appending its events to the log as they come and
+    /// ending the run (status, output, terminal event) in one transaction.
+    pub(super) async fn execute(
+        &self,
+        run: crate::store::Claimed,
+        cancel: CancellationToken,
+        live: &Producer,
+    ) {
+        let task_id = run.task_id.as_str();
+        let started = std::time::Instant::now();
+        let (tx, mut rx) = mpsc::channel(64);
+        let agent = match RunSetup::prepare(&self.store, &self.runtime, &run).await {
+            Ok(setup) => self.brain.agent(setup),
+            Err(error) => {
+                tracing::error!(%error, "could not prepare the run");
+                let failure = Event::RunError(RunErrorEvent {
+                    message: "the run could not be prepared".into(),
+                    code: Some("internal".into()),
+                    usage: None,
+                    base: BaseEvent::default(),
+                });
+                self.end(task_id, &failure, &[], live, started).await;
+                return;
+            }
+        };
+        let input = run.input;
+        let producer = tokio::spawn(async move { run_detached(&*agent, input, tx, cancel).await });
+        // What the run says, folded into the thread's messages at its end.
+        let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
+        // Events that are ready together are appended in one transaction.
+        let mut batch: Vec<Event> = Vec::with_capacity(64);
+        let mut ended = false;
+        'run: while rx.recv_many(&mut batch, 64).await > 0 {
+            let mut events = std::mem::take(&mut batch);
+            let terminal = events.iter().position(is_terminal);
+            let rest = terminal.map(|i| events.split_off(i)).unwrap_or_default();
+            for event in &events {
+                output.apply(event);
+            }
+            if !events.is_empty() && !self.append_and_publish(task_id, events, live).await {
+                break 'run;
+            }
+            if let Some(end) = rest.into_iter().next() {
+                ended = self
+                    .end(task_id, &end, &output.messages, live, started)
+                    .await;
+                break 'run;
+            }
+        }
+        drop(rx);
+        let _ = producer.await;
+        if !ended {
+            // The log refused events, or the agent vanished without an end:
+            // the run still ends, with what it said so far.
+            let failure = Event::RunError(RunErrorEvent {
+                message: "the run could not be recorded".into(),
+                code: Some("internal".into()),
+                usage: None,
+                base: BaseEvent::default(),
+            });
+            self.end(task_id, &failure, &output.messages, live, started)
+                .await;
+        }
+    }
+
+    /// Writes a run's end; true when this call ended it.
+    pub(super) async fn end(
+        &self,
+        task_id: &str,
+        terminal: &Event,
+        said: &[agwire_core::Message],
+        live: &Producer,
+        started: std::time::Instant,
+    ) -> bool {
+        let (status, error, usage) = match terminal {
+            Event::RunFinished(e) => (
+                match e.outcome {
+                    Some(RunFinishedOutcome::Interrupt { .. }) => RunStatus::Interrupted,
+                    Some(RunFinishedOutcome::Cancelled) => RunStatus::Cancelled,
+                    _ => RunStatus::Succeeded,
+                },
+                None,
+                e.usage.as_ref(),
+            ),
+            Event::RunError(e) => (
+                RunStatus::Failed,
+                Some(json!({"message": e.message, "code": e.code})),
+                e.usage.as_ref(),
+            ),
+            _ => return false,
+        };
+        // One line per run for the operator (its ids are on the span).
+        tracing::info!(
+            status = %status,
+            ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            input_tokens = tokens(usage, |u| u.input_tokens),
+            output_tokens = tokens(usage, |u| u.output_tokens),
+            "run ended"
+        );
+        let usage = usage.and_then(|u| serde_json::to_value(u).ok());
+        // Tool messages too: the runtime needs them; history never shows them.
+        let output: Vec<agwire_core::Message> = said
+            .iter()
+            .filter(|m| {
+                matches!(
+                    m,
+                    agwire_core::Message::Assistant(_) | agwire_core::Message::Tool(_)
+                )
+            })
+            .cloned()
+            .collect();
+        // The turn's UI streamed as an `ui_schema` activity; the last one is
+        // what history shows under the answer.
+        let ui_schema = said.iter().rev().find_map(|m| match m {
+            agwire_core::Message::Activity(a) if a.activity_type == "ui_schema" => {
+                Some(Value::Object(a.content.clone()))
+            }
+            _ => None,
+        });
+        let ending = Ending {
+            status,
+            error: error.as_ref(),
+            usage: usage.as_ref(),
+            terminal,
+            output: &output,
+            ui_schema: ui_schema.as_ref(),
+        };
+        let started = std::time::Instant::now();
+        match self.store.end_run(task_id, &ending, now_ms()).await {
+            Ok(Some(seq)) => {
+                self.metrics.appended(1, started.elapsed());
+                live.publish(seq, terminal.clone());
+                true
+            }
+            Ok(None) => false,
+            Err(error) => {
+                tracing::error!(%error, "could not end run");
+                false
+            }
+        }
+    }
+
+    /// Appends events to the log, then (only then) publishes them. False
+    /// when the log could not take them: the run then fails.
+    pub(super) async fn append_and_publish(
+        &self,
+        task_id: &str,
+        events: Vec<Event>,
+        live: &Producer,
+    ) -> bool {
+        let started = std::time::Instant::now();
+        match self.store.append_events(task_id, &events).await {
+            Ok(first) => {
+                self.metrics.appended(events.len(), started.elapsed());
+                for (i, event) in events.into_iter().enumerate() {
+                    live.publish(first + i as u64, event);
+                }
+                true
+            }
+            Err(error) => {
+                tracing::error!(%error, "could not append events; the run fails");
+                false
+            }
+        }
+    }
+}
+
+/// A token count summed over a run's usage entries (one per model).
+fn tokens(
+    usage: Option<&Vec<agwire_core::TokenUsage>>,
+    count: impl Fn(&agwire_core::TokenUsage) -> Option<u64>,
+) -> u64 {
+    usage.map_or(0, |entries| entries.iter().filter_map(count).sum())
+}

@@ -1,0 +1,125 @@
+//! Following a run: its log from a given event on, then its live events,
+//! until its terminal event — for whoever streams it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agwire_core::Event;
+use tokio::sync::broadcast;
+
+use super::Engine;
+use crate::store::Store;
+
+/// How long a follower of a run in a shared database waits on live events
+/// before it checks the log itself (a safety net: a change from another
+/// replica can be lost with its connection). In an embedded database every
+/// event passes through this process's hub, and followers only wait.
+pub(super) const FOLLOW_RECHECK: Duration = Duration::from_secs(15);
+
+impl Engine {
+    /// The run's events numbered above `after`, then its live ones, until
+    /// its terminal event (or the drain).
+    ///
+    /// Subscribe first, then backfill from the log, then live events not
+    /// yet sent; a lagging follower re-reads the log. A run that is still
+    /// queued (or executes elsewhere) is waited for. The stream is polled by
+    /// whoever reads it (a response body, on its connection's task): an idle
+    /// follower costs no task and no channel of its own, and one that leaves
+    /// simply drops it.
+    pub fn follow(
+        &self,
+        task_id: String,
+        after: u64,
+    ) -> impl futures_core::Stream<Item = (u64, Arc<Event>)> + Send + 'static {
+        let store = self.store.clone();
+        let hub = self.hub.clone();
+        let recheck = self.recheck;
+        let stop = self.stop.clone();
+        async_stream::stream! {
+            let mut live = hub.subscribe(&task_id);
+            let mut last = after;
+            loop {
+                let Some(events) = read_log(&*store, &task_id, last).await else {
+                    return;
+                };
+                for (seq, event) in events {
+                    last = seq;
+                    let terminal = is_terminal(&event);
+                    yield (seq, Arc::new(event));
+                    if terminal {
+                        return;
+                    }
+                }
+                // The log does not end the run (yet): is it still to come?
+                let active = match store.run_status(&task_id).await {
+                    Ok(Some(status)) => status.is_active(),
+                    Ok(None) => false,
+                    Err(error) => {
+                        tracing::error!(%error, "could not read a run's status");
+                        return;
+                    }
+                };
+                if !active || stop.is_cancelled() {
+                    // Its end was written with its status: one last read
+                    // has it.
+                    for (seq, event) in read_log(&*store, &task_id, last).await.unwrap_or_default() {
+                        let terminal = is_terminal(&event);
+                        yield (seq, Arc::new(event));
+                        if terminal {
+                            return;
+                        }
+                    }
+                    return;
+                }
+                loop {
+                    let received = match recheck {
+                        None => live.recv().await,
+                        Some(period) => match tokio::time::timeout(period, live.recv()).await {
+                            Ok(received) => received,
+                            // Quiet for a while: the log says whether it
+                            // moved on.
+                            Err(_) => break,
+                        },
+                    };
+                    match received {
+                        // Only the next event goes out as it comes; after a
+                        // gap (an end that wrote `RUN_STARTED` too, a relay
+                        // that missed a change) the log fills it in.
+                        Ok((seq, _)) if seq > last + 1 => break,
+                        Ok((seq, event)) if seq == last + 1 => {
+                            last = seq;
+                            let terminal = is_terminal(&event);
+                            yield (seq, event);
+                            if terminal {
+                                return;
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(broadcast::error::RecvError::Closed) => {
+                            // The run stopped executing here, or the service
+                            // stops: the log tells which.
+                            live = hub.subscribe(&task_id);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The run's log after `last`; `None` (logged) when it cannot be read.
+async fn read_log(store: &dyn Store, task_id: &str, last: u64) -> Option<Vec<(u64, Event)>> {
+    match store.events_after(task_id, last).await {
+        Ok(events) => Some(events),
+        Err(error) => {
+            tracing::error!(%error, "could not read a run's log");
+            None
+        }
+    }
+}
+
+pub(super) fn is_terminal(event: &Event) -> bool {
+    matches!(event, Event::RunFinished(_) | Event::RunError(_))
+}

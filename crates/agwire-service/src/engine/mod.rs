@@ -1,0 +1,276 @@
+//! The run engine of one process: it accepts runs, claims the runnable
+//! ones, executes them (the agent's events appended to the log, then
+//! published live), ends and cancels them, and follows a run's log for
+//! whoever streams it. It knows nothing of HTTP: the API and the scheduler
+//! call it.
+//!
+//! A run's way through it, a file each: [`Engine::accept`] and
+//! [`Engine::cancel`] here; claims, leases, abandoned runs and relays from
+//! other replicas in [`dispatch`]; execution, its end and the log's appends
+//! in [`execute`]; streaming a run's log in [`follow`]; live events in
+//! [`hub`].
+
+mod dispatch;
+mod execute;
+mod follow;
+pub(crate) mod hub;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agwire_core::{BaseEvent, Event, RunFinishedOutcome};
+use agwire_server::{CancellationToken, DynAgent};
+use tokio_util::task::TaskTracker;
+
+use crate::error::Error;
+use crate::metrics::Metrics;
+use crate::run::{RunRequest, RunStatus};
+use crate::store::{Accepted, NewRun, RunRecord, Store};
+use hub::Hub;
+
+pub(crate) fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}
+
+/// A place among `max_concurrent` held by an accept in flight (given back
+/// when dropped: by then the run executes, or does not start here).
+struct StartPlace(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for StartPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The run engine of one process: the store, the live hub, what builds each
+/// run's agent, and the runs executing here.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) hub: Hub,
+    pub(crate) brain: Arc<dyn crate::brain::Brain>,
+    /// The agent catalogue (`system_agents.yaml`); jobs are checked against it.
+    pub(crate) runtime: Arc<crate::brain::agents::RuntimeConfig>,
+    pub(crate) metrics: Arc<Metrics>,
+    /// Most runs executing at once on this process.
+    pub(crate) max_concurrent: usize,
+    /// Cancelled to cancel every run in progress.
+    shutdown: CancellationToken,
+    /// The cancel token of each run executing on this process.
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// The executions on this process (the drain waits for them).
+    executions: TaskTracker,
+    /// Accepts in flight that will start their run here if they can (their
+    /// places among `max_concurrent` are held).
+    starting: Arc<std::sync::atomic::AtomicUsize>,
+    /// Wakes the dispatcher: a run was accepted, or one ended.
+    dispatch: Arc<tokio::sync::Notify>,
+    /// Shutting down: no new runs.
+    draining: Arc<std::sync::atomic::AtomicBool>,
+    /// Cancelled when the drain starts (background loops stop).
+    stop: CancellationToken,
+    /// How often followers check the log themselves (shared databases).
+    recheck: Option<Duration>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("store", &self.store)
+            .field("running", &self.running())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine over `store` running `agent` for every run.
+    pub fn new(store: Arc<dyn Store>, agent: Arc<dyn DynAgent>) -> Self {
+        let store_changes = store.changes().is_some();
+        Self {
+            store,
+            hub: Hub::default(),
+            brain: Arc::new(crate::brain::Fixed::new(agent, "builtin")),
+            runtime: Arc::new(crate::brain::agents::RuntimeConfig::builtin()),
+            metrics: Arc::default(),
+            max_concurrent: crate::config::RunsConfig::default().max_concurrent,
+            shutdown: CancellationToken::new(),
+            running: Arc::default(),
+            executions: TaskTracker::new(),
+            starting: Arc::default(),
+            dispatch: Arc::default(),
+            draining: Arc::default(),
+            stop: CancellationToken::new(),
+            recheck: store_changes.then_some(follow::FOLLOW_RECHECK),
+        }
+    }
+
+    /// Starts the engine: runs a crash left `running` end as
+    /// failed with a `RUN_ERROR` (code `server_restart`) after a valid start
+    /// of their log; queued runs are executed; from then on the dispatcher
+    /// executes every run that becomes runnable (accepted, or next on its
+    /// thread) until the drain.
+    pub async fn start(&self) -> Result<(), Error> {
+        for run in self.store.interrupted_runs().await? {
+            self.end_interrupted(&run).await?;
+        }
+        if let Some(changes) = self.store.changes() {
+            let engine = self.clone();
+            tokio::spawn(async move { engine.follow_changes(changes).await });
+        }
+        let dispatcher = self.clone();
+        tokio::spawn(async move { dispatcher.dispatch_loop().await });
+        Ok(())
+    }
+
+    /// Cancels every run in progress (shutdown); they finish as cancelled.
+    pub fn cancel_all(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Resolves when the service starts shutting down.
+    pub async fn stopping(&self) {
+        self.stop.cancelled().await;
+    }
+
+    /// Runs executing on this process now.
+    pub fn running(&self) -> usize {
+        self.executions.len()
+    }
+
+    /// Shutdown: new runs are refused (503); running ones get `grace` to
+    /// finish, then are cancelled (they end as `cancelled`); queued ones stay
+    /// queued for the next start; open streams end so connections close.
+    pub async fn drain(&self, grace: Duration) {
+        use std::sync::atomic::Ordering;
+        self.draining.store(true, Ordering::SeqCst);
+        self.stop.cancel();
+        self.executions.close();
+        if tokio::time::timeout(grace, self.executions.wait())
+            .await
+            .is_err()
+        {
+            tracing::info!(
+                runs = self.running(),
+                "grace period over: cancelling the running runs"
+            );
+            self.cancel_all();
+            // Cancelled runs only need to write their end.
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.executions.wait()).await;
+        }
+        self.hub.close_all();
+    }
+
+    /// Holds a place among `max_concurrent` for a run about to be accepted,
+    /// if there is one.
+    fn hold_start(&self) -> Option<StartPlace> {
+        use std::sync::atomic::Ordering;
+        let held = self.starting.fetch_add(1, Ordering::SeqCst) + 1;
+        let place = StartPlace(self.starting.clone());
+        (self.running() + held <= self.max_concurrent).then_some(place)
+    }
+
+    /// Ends a run that has not started as cancelled, if it still has not
+    /// (false when a worker took it first). Its log gets `RUN_STARTED` then
+    /// `RUN_FINISHED` with outcome `cancelled`, so it is still a valid run.
+    pub(crate) async fn cancel_unstarted(
+        &self,
+        task_id: &str,
+        thread_id: &str,
+        run_id: &str,
+    ) -> Result<bool, Error> {
+        let events = [
+            crate::store::run_started(thread_id, run_id),
+            Event::RunFinished(agwire_core::RunFinishedEvent {
+                thread_id: thread_id.to_owned(),
+                run_id: run_id.to_owned(),
+                result: None,
+                outcome: Some(RunFinishedOutcome::Cancelled),
+                usage: None,
+                base: BaseEvent::default(),
+            }),
+        ];
+        let Some(first) = self.store.cancel_queued(task_id, &events, now_ms()).await? else {
+            return Ok(false);
+        };
+        for (i, event) in events.into_iter().enumerate() {
+            self.hub.publish(task_id, first + i as u64, event);
+        }
+        Ok(true)
+    }
+
+    /// Stores an accepted run and hands it to the engine (it executes as
+    /// soon as its thread is free: at once, started by the accept itself,
+    /// when this process has room). The answer's `started` is always `None`:
+    /// the engine took the run.
+    ///
+    /// The write and the hand-off happen on a task of their own: a client
+    /// that goes away mid-request cannot leave a committed run behind that
+    /// nobody starts (the dispatcher's sweep is the second line of defence).
+    pub async fn accept(&self, run: RunRequest) -> Result<Accepted, Error> {
+        if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::ShuttingDown);
+        }
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let fingerprint = serde_json::to_string(&run.input)?;
+            // With room here, a run whose thread is idle starts with its
+            // accept: one write, no trip through the queue.
+            let place = engine.hold_start();
+            let start = place.as_ref().map(|_| engine.claim_hooks());
+            let mut accepted = engine
+                .store
+                .accept_run(NewRun {
+                    user: &run.user,
+                    input: &run.input,
+                    request_hash: &fingerprint,
+                    mode: run.mode,
+                    client_time: run.client_time.as_ref(),
+                    admission: run.admission,
+                    now_ms: now_ms(),
+                    start: start.as_ref(),
+                })
+                .await?;
+            if !accepted.replayed {
+                engine.metrics.run_accepted();
+            }
+            match accepted.started.take() {
+                Some(run) => engine.spawn_execution(run),
+                None if !accepted.replayed => engine.dispatch.notify_one(),
+                None => {}
+            }
+            drop(place);
+            Ok(accepted)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("accepting a run failed: {e}")))?
+    }
+
+    /// Cancels `run`: a run that has not started ends at once (its log a
+    /// valid cancelled run); a running one is told to stop wherever it is in
+    /// its work, and ends as cancelled. Ended runs are left as they are.
+    pub async fn cancel(&self, run: &RunRecord) -> Result<(), Error> {
+        if run.status == RunStatus::Queued {
+            // Not started: it ends here, unless the dispatcher takes it this
+            // instant — then its token (registered before the claim commits)
+            // is found below.
+            if self
+                .cancel_unstarted(&run.task_id, &run.thread_id, &run.run_id)
+                .await?
+            {
+                return Ok(());
+            }
+        }
+        let token = self
+            .running
+            .lock()
+            .ok()
+            .and_then(|r| r.get(&run.task_id).cloned());
+        match token {
+            Some(token) => token.cancel(),
+            // Executing on another replica (if anywhere): it hears this.
+            None => self.store.request_cancel(&run.task_id).await?,
+        }
+        Ok(())
+    }
+}
