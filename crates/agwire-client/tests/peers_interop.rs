@@ -7,14 +7,13 @@
 
 #[path = "support/http_agent.rs"]
 mod http_agent_peer;
-#[path = "../../agwire-core/tests/common/peers.rs"]
-mod peers;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use agwire_client::core::RunAgentInput;
 use agwire_client::{Accept, Client, NoHooks};
+use agwire_testkit::peers;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};

@@ -5,8 +5,7 @@
 #![allow(clippy::expect_used)] // the node helper outside #[test] fails loudly by design
 
 use crate::{agents, dojo_scenarios};
-#[path = "../../agwire-core/tests/common/peers.rs"]
-mod peers;
+use agwire_testkit::peers;
 
 use dojo_scenarios::{Format, RunReport, THREAD, fold_scenario, scenarios, serve_dojo};
 use serde_json::{Value, json};

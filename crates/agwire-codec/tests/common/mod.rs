@@ -14,9 +14,8 @@ use std::process::{Command, Stdio};
 
 use base64::Engine as _;
 
-#[path = "../../../agwire-core/tests/common/peers.rs"]
-mod peers;
-pub use peers::{interop_dir, spec_dir};
+use agwire_testkit::peers;
+pub use agwire_testkit::peers::{interop_dir, spec_dir};
 use serde_json::Value;
 
 /// The official spec data; missing, a skip announced loudly — or, under

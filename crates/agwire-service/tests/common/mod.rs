@@ -347,5 +347,4 @@ pub async fn http_agent(spec: &Value) -> Option<Value> {
 
 #[path = "../../../agwire-client/tests/support/http_agent.rs"]
 mod http_agent_peer;
-#[path = "../../../agwire-core/tests/common/peers.rs"]
-pub mod peers;
+pub use agwire_testkit::peers;

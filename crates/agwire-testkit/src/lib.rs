@@ -1,0 +1,19 @@
+//! The workspace's test kit: the helpers the integration tests of several
+//! crates share, in one place instead of source files included across crates.
+//!
+//! Not published: a dev-dependency of the workspace's crates only. Each module
+//! but [`peers`] is behind a feature of the same purpose, so a crate's tests
+//! compile only the dependencies of the helpers they use.
+//!
+//! It depends on the crates whose tests use it (a dev-dependency cycle Cargo
+//! allows): use it from integration tests (`tests/`), examples and fuzz
+//! targets, never from a crate's unit tests in `src/`, where the crate under
+//! test is a different compilation of itself and its types would not match.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "test helpers fail loudly, and announce skips on stderr"
+)]
+
+pub mod peers;
