@@ -17,3 +17,5 @@
 )]
 
 pub mod peers;
+#[cfg(feature = "streamgen")]
+pub mod streamgen;

@@ -95,7 +95,7 @@ pub fn node(dir: &std::path::Path, mode: &str, jobs: &[Value]) -> Vec<Value> {
 
 /// Known events of the generator's valid streams, as JSON, plus awkward text.
 pub fn sample_events(seed: u64, want: usize) -> Vec<agwire_core::Event> {
-    use crate::streamgen::{StreamClass, generate};
+    use agwire_testkit::streamgen::{StreamClass, generate};
     let mut out = Vec::new();
     for text in [
         "",

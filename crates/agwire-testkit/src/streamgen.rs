@@ -40,16 +40,10 @@
 //! unknown values of closed enums such as `TEXT_MESSAGE_START.role` (a documented
 //! divergence), and `THINKING_*` events (the client mints random ids for them).
 //!
-//! Kept self-contained (only `rand` and `serde_json`) so any integration test can
-//! include it with `#[path = "support/streamgen.rs"] mod streamgen;`.
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::print_stdout,
-    clippy::print_stderr,
-    clippy::too_many_lines
-)]
+//! Depends on `rand`, `serde_json` and agwire-core's list of message roles
+//! (`Role::from_name`). The differential tests of agwire-core and the codec's
+//! sample events use it (feature `streamgen`).
+#![allow(clippy::print_stdout, clippy::too_many_lines)]
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -64,7 +58,7 @@ use serde_json::{Map, Value, json};
 
 /// What the official client is expected to make of a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum StreamClass {
+pub enum StreamClass {
     /// Accepted (`ok: true`), possibly with warnings.
     Valid,
     /// Rejected by chunk expansion or verification, with `intended_error`.
@@ -78,14 +72,16 @@ pub(crate) enum StreamClass {
 }
 
 impl StreamClass {
-    pub(crate) const ALL: [StreamClass; 4] = [
+    /// Every class, in report order.
+    pub const ALL: [StreamClass; 4] = [
         StreamClass::Valid,
         StreamClass::Broken,
         StreamClass::Malformed,
         StreamClass::SpecOnly,
     ];
 
-    pub(crate) fn name(self) -> &'static str {
+    /// Its name in reports (`valid`, `broken`, `malformed`, `spec-only`).
+    pub fn name(self) -> &'static str {
         match self {
             StreamClass::Valid => "valid",
             StreamClass::Broken => "broken",
@@ -97,41 +93,41 @@ impl StreamClass {
 
 /// One generated stream and the generator's intent for it.
 #[derive(Debug, Clone)]
-pub(crate) struct GeneratedStream {
+pub struct GeneratedStream {
     /// Unique per (seed, index).
-    pub(crate) id: String,
+    pub id: String,
     /// The thread the consumer asks about; every `RUN_STARTED` carries it
     /// unless the stream is a thread-mismatch case.
-    pub(crate) thread_id: String,
+    pub thread_id: String,
     /// The run id the consumer asks for (the last run of the stream uses it).
-    pub(crate) run_id: String,
+    pub run_id: String,
     /// The events, as wire JSON.
-    pub(crate) events: Vec<Value>,
+    pub events: Vec<Value>,
     /// The consumer's messages before the stream.
-    pub(crate) initial_messages: Vec<Value>,
+    pub initial_messages: Vec<Value>,
     /// The consumer's state before the stream.
-    pub(crate) initial_state: Value,
+    pub initial_state: Value,
     /// The verdict the generator intends.
-    pub(crate) class: StreamClass,
+    pub class: StreamClass,
     /// A substring of the error the client must fail with (`Broken`, `SpecOnly`,
     /// and the Zod marker for `Malformed`).
-    pub(crate) intended_error: Option<&'static str>,
+    pub intended_error: Option<&'static str>,
     /// The exact error the model predicts (`Broken` only).
-    pub(crate) expected_error: Option<String>,
+    pub expected_error: Option<String>,
     /// The key of the [`TS_TEMPLATES`] entry the error must match (`Broken`).
-    pub(crate) template: Option<&'static str>,
+    pub template: Option<&'static str>,
     /// The fault or malformation injected, for statistics and triage.
-    pub(crate) fault: Option<&'static str>,
+    pub fault: Option<&'static str>,
     /// What the stream exercises, for coverage statistics and triage.
-    pub(crate) features: BTreeSet<&'static str>,
+    pub features: BTreeSet<&'static str>,
     /// For `Valid` and `SpecOnly`: the events the client should deliver after
     /// enforcement and chunk expansion, in order (as the model sees them).
-    pub(crate) expanded: Vec<Value>,
+    pub expanded: Vec<Value>,
 }
 
 impl GeneratedStream {
     /// The job line `interop/replay.mjs` reads.
-    pub(crate) fn to_job(&self) -> Value {
+    pub fn to_job(&self) -> Value {
         json!({
             "id": self.id,
             "threadId": self.thread_id,
@@ -147,11 +143,14 @@ impl GeneratedStream {
 /// enforcement, apply). An error matches the first entry whose fragments it all
 /// contains; more specific entries come first.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TsTemplate {
-    pub(crate) key: &'static str,
-    pub(crate) fragments: &'static [&'static str],
+pub struct TsTemplate {
+    /// Its name (`stage.what`), as [`GeneratedStream::template`] names it.
+    pub key: &'static str,
+    /// The literal pieces of the message, all of which a matching error
+    /// contains.
+    pub fragments: &'static [&'static str],
     /// Why no stream through `runAgent` can reach it, when that is the case.
-    pub(crate) unreachable: Option<&'static str>,
+    pub unreachable: Option<&'static str>,
 }
 
 const ZOD_SHADOWS: &str = "shadowed: the generated Zod validator (enforcement) rejects the null \
@@ -159,7 +158,7 @@ const ZOD_SHADOWS: &str = "shadowed: the generated Zod validator (enforcement) r
 
 /// Every error template of `@ag-ui/client` 1.0.0 that a replayed stream could
 /// conceivably produce.
-pub(crate) const TS_TEMPLATES: &[TsTemplate] = &[
+pub const TS_TEMPLATES: &[TsTemplate] = &[
     t(
         "verify.run_errored",
         &["The run has already errored with 'RUN_ERROR'"],
@@ -398,10 +397,10 @@ const fn u(key: &'static str, fragments: &'static [&'static str], why: &'static 
 
 /// What every Zod (enforcement) rejection of `@ag-ui/client` contains: the issue
 /// list serialised as pretty JSON.
-pub(crate) const ZOD_MARKER: &str = "\"code\": \"";
+pub const ZOD_MARKER: &str = "\"code\": \"";
 
 /// The template an error message matches, if any.
-pub(crate) fn classify_ts_error(message: &str) -> Option<&'static str> {
+pub fn classify_ts_error(message: &str) -> Option<&'static str> {
     TS_TEMPLATES
         .iter()
         .find(|t| t.fragments.iter().all(|f| message.contains(f)))
@@ -416,7 +415,7 @@ fn template(key: &str) -> &'static TsTemplate {
 }
 
 /// The stream for (`seed`, `index`).
-pub(crate) fn generate(seed: u64, index: usize) -> GeneratedStream {
+pub fn generate(seed: u64, index: usize) -> GeneratedStream {
     let mixed = seed
         ^ (index as u64)
             .wrapping_add(1)
