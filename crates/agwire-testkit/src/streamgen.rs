@@ -526,6 +526,8 @@ impl OrdSet {
     }
 }
 
+/// The three kinds of stream `transformChunks` assembles from chunks
+/// (`PendingStream["kind"]`: `"text" | "tool" | "reasoning"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Text,
@@ -533,33 +535,71 @@ enum Kind {
     Reasoning,
 }
 
+/// What the model knows of one [`Kind`], as data rather than code: the
+/// official event type names of its family, and the words the client's
+/// messages use for it.
+///
+/// An oracle must not share the code it judges, nor repeat it: a copy of
+/// agwire-core's own chunk helpers (whose `Kind` is private, and rightly so)
+/// would agree with them by construction, typo for typo, and the differential
+/// test compares agwire's chunk errors with what this model predicts. So the
+/// rows below are taken from the references themselves — the event type names
+/// from AG-UI's `EventType` (and [`KNOWN_TYPES`], which a test holds them to),
+/// the id field and the entity words from `@ag-ui/client` 1.0.0's
+/// `src/chunks/transform.ts` (`missingIdFieldName`, and the `entityKind`
+/// argument of its error messages) — and the model reads them from one table.
+#[derive(Debug)]
+struct Family {
+    kind: Kind,
+    /// The chunk event, and the start/content/end events it abbreviates.
+    chunk: &'static str,
+    start: &'static str,
+    content: &'static str,
+    end: &'static str,
+    /// The field a chunk names its stream by.
+    id_field: &'static str,
+    /// How the client's error messages name the stream.
+    entity: &'static str,
+}
+
+/// One row per [`Kind`].
+const FAMILIES: [Family; 3] = [
+    Family {
+        kind: Kind::Text,
+        chunk: "TEXT_MESSAGE_CHUNK",
+        start: "TEXT_MESSAGE_START",
+        content: "TEXT_MESSAGE_CONTENT",
+        end: "TEXT_MESSAGE_END",
+        id_field: "messageId",
+        entity: "text message",
+    },
+    Family {
+        kind: Kind::Tool,
+        chunk: "TOOL_CALL_CHUNK",
+        start: "TOOL_CALL_START",
+        content: "TOOL_CALL_ARGS",
+        end: "TOOL_CALL_END",
+        id_field: "toolCallId",
+        entity: "tool call",
+    },
+    Family {
+        kind: Kind::Reasoning,
+        chunk: "REASONING_MESSAGE_CHUNK",
+        start: "REASONING_MESSAGE_START",
+        content: "REASONING_MESSAGE_CONTENT",
+        end: "REASONING_MESSAGE_END",
+        id_field: "messageId",
+        entity: "reasoning message",
+    },
+];
+
 impl Kind {
-    fn chunk_type(self) -> &'static str {
-        match self {
-            Kind::Text => "TEXT_MESSAGE_CHUNK",
-            Kind::Tool => "TOOL_CALL_CHUNK",
-            Kind::Reasoning => "REASONING_MESSAGE_CHUNK",
-        }
-    }
-    fn entity(self) -> &'static str {
-        match self {
-            Kind::Text => "text message",
-            Kind::Tool => "tool call",
-            Kind::Reasoning => "reasoning message",
-        }
-    }
-    fn id_field(self) -> &'static str {
-        match self {
-            Kind::Tool => "toolCallId",
-            _ => "messageId",
-        }
-    }
-    fn end_type(self) -> &'static str {
-        match self {
-            Kind::Text => "TEXT_MESSAGE_END",
-            Kind::Tool => "TOOL_CALL_END",
-            Kind::Reasoning => "REASONING_MESSAGE_END",
-        }
+    /// Its row of [`FAMILIES`].
+    fn family(self) -> &'static Family {
+        FAMILIES
+            .iter()
+            .find(|f| f.kind == self)
+            .expect("a row per kind")
     }
 }
 
@@ -703,8 +743,8 @@ impl Mirror {
         };
         let (_, p) = self.lanes.remove(pos);
         vec![
-            E::new(p.kind.end_type())
-                .s(p.kind.id_field(), p.id)
+            E::new(p.kind.family().end)
+                .s(p.kind.family().id_field, p.id)
                 .tag(&p.tag)
                 .done(),
         ]
@@ -723,7 +763,7 @@ impl Mirror {
                 {
                     return Err(format!(
                         "Cannot continue {} '{id}': chunk subagentRunId '{t}' does not match the open stream's subagent '{}'.",
-                        kind.entity(),
+                        kind.family().entity,
                         who(&holder)
                     ));
                 }
@@ -748,9 +788,9 @@ impl Mirror {
             1 => Ok(candidates[0].clone()),
             n => Err(format!(
                 "Ambiguous {}: it carries neither a {} nor a subagentRunId, but {n} lanes have an open {}. Attribute the chunk to the subagent it belongs to.",
-                kind.chunk_type(),
-                kind.id_field(),
-                kind.entity()
+                kind.family().chunk,
+                kind.family().id_field,
+                kind.family().entity
             )),
         }
     }
@@ -799,7 +839,7 @@ impl Mirror {
     }
 
     fn chunk(&mut self, e: &Value, kind: Kind) -> Result<Vec<Value>, String> {
-        let id = sget(e, kind.id_field());
+        let id = sget(e, kind.family().id_field);
         let tag = tag_of(e);
         let lane = self.resolve_lane(kind, id, &tag)?;
         let mut out = Vec::new();
@@ -810,7 +850,7 @@ impl Mirror {
                     match incoming {
                         Some(inc) if Some(inc) != established => Err(format!(
                             "Cannot continue {} '{}': chunk {field} '{inc}' does not match the open stream's {field} {}.",
-                            kind.entity(),
+                            kind.family().entity,
                             p.id,
                             established.map_or_else(|| "(absent)".to_owned(), |s| format!("'{s}'"))
                         )),
@@ -839,8 +879,8 @@ impl Mirror {
                 let Some(id) = id else {
                     return Err(format!(
                         "First {} must have a {}",
-                        kind.chunk_type(),
-                        kind.id_field()
+                        kind.family().chunk,
+                        kind.family().id_field
                     ));
                 };
                 if kind == Kind::Tool && sget(e, "toolCallName").is_none() {
@@ -856,18 +896,15 @@ impl Mirror {
                     tag: tag.clone(),
                 };
                 self.lanes.push((lane, p.clone()));
+                let start = E::new(kind.family().start).s(kind.family().id_field, id);
                 let start = match kind {
-                    Kind::Text => E::new("TEXT_MESSAGE_START")
-                        .s("messageId", id)
+                    Kind::Text => start
                         .s("role", p.role.clone())
                         .os("name", p.name.as_deref()),
-                    Kind::Tool => E::new("TOOL_CALL_START")
-                        .s("toolCallId", id)
+                    Kind::Tool => start
                         .s("toolCallName", p.tool_name.clone())
                         .os("parentMessageId", p.parent.as_deref()),
-                    Kind::Reasoning => E::new("REASONING_MESSAGE_START")
-                        .s("messageId", id)
-                        .s("role", "reasoning"),
+                    Kind::Reasoning => start.s("role", "reasoning"),
                 };
                 out.push(
                     start
@@ -878,11 +915,7 @@ impl Mirror {
                 p
             }
         };
-        let content_type = match kind {
-            Kind::Text => "TEXT_MESSAGE_CONTENT",
-            Kind::Tool => "TOOL_CALL_ARGS",
-            Kind::Reasoning => "REASONING_MESSAGE_CONTENT",
-        };
+        let content_type = kind.family().content;
         let owner = if tag.is_some() {
             tag
         } else {
@@ -894,7 +927,7 @@ impl Mirror {
         if delta.is_some() || raw.is_some() || (out.is_empty() && metadata.is_some()) {
             out.push(
                 E::new(content_type)
-                    .s(kind.id_field(), fields.id)
+                    .s(kind.family().id_field, fields.id)
                     .v(
                         "delta",
                         delta
@@ -3953,7 +3986,7 @@ impl Gen {
         if self.m.lane(&tag).is_some() {
             self.feature("chunk_closes_previous_in_lane");
         }
-        let mut e = E::new(kind.chunk_type());
+        let mut e = E::new(kind.family().chunk);
         let id;
         match kind {
             Kind::Text => {
@@ -4018,12 +4051,12 @@ impl Gen {
     }
 
     fn continue_chunk(&mut self, kind: Kind, owner: &Owner, pending: &Pending) {
-        let mut e = E::new(kind.chunk_type());
+        let mut e = E::new(kind.family().chunk);
         let with_id = self.p(0.35);
         let with_tag = owner.is_some() && self.p(0.5);
         let resolves_bare = self.m.resolve_lane(kind, None, &None).ok().as_ref() == Some(owner);
         if with_id || (!with_tag && !resolves_bare) {
-            e = e.s(kind.id_field(), pending.id.clone());
+            e = e.s(kind.family().id_field, pending.id.clone());
             if !with_tag && owner.is_some() {
                 self.feature("chunk_untagged_continuation_of_subagent_lane_by_id");
             }
@@ -4361,12 +4394,12 @@ impl Gen {
     /// A chunk continuing `pending` in lane `owner`, spelled with its id, its
     /// tag, or neither (when that resolves to the same lane).
     fn continuation(&mut self, kind: Kind, owner: &Owner, pending: &Pending) -> E {
-        let mut e = E::new(kind.chunk_type());
+        let mut e = E::new(kind.family().chunk);
         let bare_ok = self.m.resolve_lane(kind, None, &None).ok().as_ref() == Some(owner);
         match self.range(0, 3) {
             0 if bare_ok => {}
             1 if owner.is_some() => e = e.tag(owner),
-            _ => e = e.s(kind.id_field(), pending.id.clone()),
+            _ => e = e.s(kind.family().id_field, pending.id.clone()),
         }
         e
     }
@@ -4850,7 +4883,7 @@ impl Gen {
                         ("chunk_first/empty_lane", Some(t))
                     }
                 };
-                let mut e = E::new(kind.chunk_type()).s("delta", "x").tag(&tag);
+                let mut e = E::new(kind.family().chunk).s("delta", "x").tag(&tag);
                 if kind == Kind::Tool && self.p(0.5) {
                     e = e.s("toolCallName", "search");
                 }
@@ -4924,8 +4957,8 @@ impl Gen {
                     .expect("kinds");
                 let (owner, pending) = self.ensure_lane(kind);
                 let other = Some(self.other_tag(&owner));
-                let ev = E::new(kind.chunk_type())
-                    .s(kind.id_field(), pending.id)
+                let ev = E::new(kind.family().chunk)
+                    .s(kind.family().id_field, pending.id)
                     .s("delta", "x")
                     .tag(&other)
                     .done();
@@ -4956,7 +4989,7 @@ impl Gen {
                     };
                     self.open_chunk(kind, Some(Some(tag)));
                 }
-                let ev = E::new(kind.chunk_type()).s("delta", "who?").done();
+                let ev = E::new(kind.family().chunk).s("delta", "who?").done();
                 self.commit(vec![ev], "chunk_ambiguous", tpl);
             }
         }
@@ -5517,5 +5550,22 @@ impl Gen {
         );
         self.intended = Some(fault.fragment());
         self.fault_key = Some(fault.key());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FAMILIES, KNOWN_TYPES};
+
+    /// The model's chunk families name only official event types (the table
+    /// is data taken from the references, so a typo there is caught here
+    /// rather than agreed with).
+    #[test]
+    fn the_chunk_families_name_official_event_types() {
+        for family in &FAMILIES {
+            for name in [family.chunk, family.start, family.content, family.end] {
+                assert!(KNOWN_TYPES.contains(&name), "{name} ({:?})", family.kind);
+            }
+        }
     }
 }
