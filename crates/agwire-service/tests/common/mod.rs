@@ -345,6 +345,5 @@ pub async fn http_agent(spec: &Value) -> Option<Value> {
     Some(http_agent_peer::run(&interop, spec).await)
 }
 
-#[path = "../../../agwire-client/tests/support/http_agent.rs"]
-mod http_agent_peer;
+use agwire_testkit::http_agent as http_agent_peer;
 pub use agwire_testkit::peers;
