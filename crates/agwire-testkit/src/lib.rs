@@ -19,5 +19,7 @@
 #[cfg(feature = "http-agent")]
 pub mod http_agent;
 pub mod peers;
+#[cfg(feature = "pg")]
+pub mod pg;
 #[cfg(feature = "streamgen")]
 pub mod streamgen;

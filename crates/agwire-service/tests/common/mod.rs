@@ -20,9 +20,7 @@ use agwire_service::store::{PgStore, SqliteStore, Store};
 use agwire_service::{BuiltinAgent, Config, Service};
 use serde_json::{Value, json};
 
-#[path = "../support/pg_database.rs"]
-pub mod pg_database;
-use pg_database::PgDatabase;
+use agwire_testkit::pg::PgDatabase;
 
 /// A service running in this process, served over real HTTP.
 pub struct Server {
