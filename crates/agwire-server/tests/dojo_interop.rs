@@ -3,7 +3,7 @@
 //! kind from the SDK, the response really in the asked format, and the
 //! messages and state it folds equal ours and satisfy the feature's checks.
 
-use crate::{agents, dojo_scenarios};
+use crate::dojo_scenarios;
 use agwire_testkit::{http_agent, peers};
 
 use dojo_scenarios::{Format, RunReport, THREAD, fold_scenario, scenarios, serve_dojo};
@@ -14,7 +14,7 @@ async fn the_official_http_agent_runs_every_dojo_feature() {
     let Some(interop) = peers::interop_dir() else {
         return;
     };
-    let addr = serve_dojo(agents::router(|e| e)).await;
+    let addr = serve_dojo(agwire_testkit::dojo::router(|e| e)).await;
     let mut checked = 0;
     for scenario in scenarios() {
         for format in [Format::Sse, Format::Proto] {

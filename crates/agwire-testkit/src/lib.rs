@@ -16,6 +16,8 @@
     reason = "test helpers fail loudly, and announce skips on stderr"
 )]
 
+#[cfg(feature = "dojo")]
+pub mod dojo;
 #[cfg(feature = "fuzz-checks")]
 pub mod fuzz_checks;
 #[cfg(feature = "http-agent")]
