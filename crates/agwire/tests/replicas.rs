@@ -21,8 +21,8 @@ use agwire_testkit::pg::PgDatabase;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
-use crate::support;
-use support::{Serve, body, checked_log, data_dir, get, seeded_rng, serve};
+use crate::common;
+use common::{Serve, body, checked_log, data_dir, get, seeded_rng, serve};
 
 const RUNS: usize = 300;
 const LEASE_SECONDS: u64 = 3;
