@@ -40,9 +40,10 @@
 //! unknown values of closed enums such as `TEXT_MESSAGE_START.role` (a documented
 //! divergence), and `THINKING_*` events (the client mints random ids for them).
 //!
-//! Depends on `rand`, `serde_json` and agwire-core's list of message roles
-//! (`Role::from_name`). The differential tests of agwire-core and the codec's
-//! sample events use it (feature `streamgen`).
+//! Self-contained (only `rand` and `serde_json`): it depends on no agwire
+//! crate, so it cannot agree with the code it judges by sharing it. The
+//! differential tests of agwire-core and the codec's sample events use it
+//! (feature `streamgen`).
 #![allow(clippy::print_stdout, clippy::too_many_lines)]
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -484,6 +485,20 @@ const KNOWN_TYPES: &[&str] = &[
     "SUBAGENT_STARTED",
     "SUBAGENT_FINISHED",
     "SUBAGENT_ERROR",
+];
+
+/// The message roles enforcement keeps: the `role` constants of the 1.1
+/// schema's message definitions (`DeveloperMessage` … `ReasoningMessage`).
+/// The model's own list, not agwire-core's `Role`: an oracle that asked the
+/// code it judges which roles exist would agree with it by construction.
+const KNOWN_ROLES: &[&str] = &[
+    "developer",
+    "system",
+    "assistant",
+    "user",
+    "tool",
+    "activity",
+    "reasoning",
 ];
 
 fn ty(e: &Value) -> &str {
@@ -982,7 +997,7 @@ impl Mirror {
         for msg in messages {
             let Some(id) = sget(msg, "id") else { continue };
             let role = sget(msg, "role").unwrap_or("");
-            if agwire_core::Role::from_name(role).is_none() {
+            if !KNOWN_ROLES.contains(&role) {
                 continue; // enforcement drops an unrecognised message
             }
             let owner = tag_of(msg);
@@ -1624,7 +1639,9 @@ impl Msg {
     fn from_json(v: &Value) -> Option<Msg> {
         let id = sget(v, "id")?;
         let role = sget(v, "role")?;
-        agwire_core::Role::from_name(role)?;
+        if !KNOWN_ROLES.contains(&role) {
+            return None;
+        }
         let mut m = Msg::new(id, role, tag_of(v));
         m.name = sget(v, "name").map(str::to_owned);
         m.content = v
@@ -5555,7 +5572,35 @@ impl Gen {
 
 #[cfg(test)]
 mod tests {
-    use super::{FAMILIES, KNOWN_TYPES};
+    use super::{FAMILIES, KNOWN_ROLES, KNOWN_TYPES};
+    use crate::peers::{read_json, spec_dir};
+    use serde_json::Value;
+
+    /// The model's lists of event types and message roles are the official
+    /// ones: the 1.1 schema's `EventType` enum, and the `role` constants of
+    /// its message definitions.
+    #[test]
+    fn the_known_types_and_roles_are_the_schemas() {
+        let Some(dir) = spec_dir() else { return };
+        let schema = read_json(&dir.join("1.1/schema.json"));
+        let defs = schema["$defs"].as_object().expect("$defs");
+        let types: Vec<&str> = defs["EventType"]["enum"]
+            .as_array()
+            .expect("EventType enum")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(types, KNOWN_TYPES);
+        let mut roles: Vec<&str> = defs
+            .iter()
+            .filter(|(name, _)| name.ends_with("Message"))
+            .filter_map(|(_, def)| def["properties"]["role"]["const"].as_str())
+            .collect();
+        let mut known = KNOWN_ROLES.to_vec();
+        roles.sort_unstable();
+        known.sort_unstable();
+        assert_eq!(roles, known);
+    }
 
     /// The model's chunk families name only official event types (the table
     /// is data taken from the references, so a typo there is caught here
