@@ -5,16 +5,13 @@
 //! same servers, and neither says a word of warning.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // helpers outside #[test] fns
 
-#[path = "support/http_agent.rs"]
-mod http_agent_peer;
-#[path = "../../agwire-core/tests/common/peers.rs"]
-mod peers;
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use agwire_client::core::RunAgentInput;
 use agwire_client::{Accept, Client, NoHooks};
+use agwire_testkit::http_agent as http_agent_peer;
+use agwire_testkit::peers;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};

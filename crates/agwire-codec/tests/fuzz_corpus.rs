@@ -8,10 +8,9 @@
     clippy::print_stderr
 )]
 
-#[path = "../../../fuzz/checks.rs"]
-mod checks;
-
 use std::path::PathBuf;
+
+use agwire_testkit::fuzz_checks as checks;
 
 fn replay(target: &str, check: fn(&[u8])) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

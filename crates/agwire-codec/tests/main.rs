@@ -3,9 +3,6 @@
 //! frozen proto, negotiation, the fuzz corpus).
 
 mod common;
-#[path = "../../agwire-core/tests/support/streamgen.rs"]
-#[allow(dead_code, unreachable_pub, clippy::all)]
-mod streamgen;
 
 mod fuzz_corpus;
 mod negotiate_interop;

@@ -28,7 +28,8 @@
     clippy::print_stderr
 )]
 
-use crate::{common, streamgen};
+use crate::common;
+use agwire_testkit::streamgen;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{Read, Write};

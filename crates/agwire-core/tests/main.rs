@@ -3,8 +3,6 @@
 //! differential tests against the official client).
 
 mod common;
-#[path = "support/streamgen.rs"]
-mod streamgen;
 
 mod apply_conformance;
 mod apply_rows;

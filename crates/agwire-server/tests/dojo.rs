@@ -3,13 +3,13 @@
 //! `dojo_interop.rs` asks `@ag-ui/client` itself), and what each feature must
 //! produce.
 
-use crate::{agents, dojo_scenarios};
+use crate::dojo_scenarios;
 
 use dojo_scenarios::{Format, fold_scenario, scenarios, serve_dojo};
 
 #[tokio::test]
 async fn every_feature_folds_to_what_it_should_produce() {
-    let addr = serve_dojo(agents::router(|e| e)).await;
+    let addr = serve_dojo(agwire_testkit::dojo::router(|e| e)).await;
     for scenario in scenarios() {
         for format in [Format::Sse, Format::Proto] {
             let folded = fold_scenario(addr, &scenario, format).await;

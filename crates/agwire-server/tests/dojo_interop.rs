@@ -2,46 +2,19 @@
 //! every dojo feature over SSE and over protobuf: no error, no warning of any
 //! kind from the SDK, the response really in the asked format, and the
 //! messages and state it folds equal ours and satisfy the feature's checks.
-#![allow(clippy::expect_used)] // the node helper outside #[test] fails loudly by design
 
-use crate::{agents, dojo_scenarios};
-#[path = "../../agwire-core/tests/common/peers.rs"]
-mod peers;
+use crate::dojo_scenarios;
+use agwire_testkit::{http_agent, peers};
 
 use dojo_scenarios::{Format, RunReport, THREAD, fold_scenario, scenarios, serve_dojo};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
-
-async fn http_agent(interop: &std::path::Path, spec: &Value) -> Value {
-    let mut child = tokio::process::Command::new("node")
-        .arg(interop.join("httpagent.mjs"))
-        .current_dir(interop)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("node");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin
-        .write_all(spec.to_string().as_bytes())
-        .await
-        .expect("write spec");
-    drop(stdin);
-    let out = child.wait_with_output().await.expect("node ran");
-    assert!(
-        out.status.success(),
-        "httpagent.mjs failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("httpagent.mjs prints JSON")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_http_agent_runs_every_dojo_feature() {
     let Some(interop) = peers::interop_dir() else {
         return;
     };
-    let addr = serve_dojo(agents::router(|e| e)).await;
+    let addr = serve_dojo(agwire_testkit::dojo::router(|e| e)).await;
     let mut checked = 0;
     for scenario in scenarios() {
         for format in [Format::Sse, Format::Proto] {
@@ -53,7 +26,7 @@ async fn the_official_http_agent_runs_every_dojo_feature() {
                 "state": scenario.state,
                 "runs": ours.resolved_runs,
             });
-            let theirs = http_agent(&interop, &spec).await;
+            let theirs = http_agent::run(&interop, &spec).await;
             let what = format!("{} over {}", scenario.path, format.name());
             let types: Vec<&str> = theirs["contentTypes"]
                 .as_array()

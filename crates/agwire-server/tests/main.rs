@@ -2,9 +2,6 @@
 //! (alone and against the official client), the endpoint, event streams and
 //! the HTTP/1.1 connection over raw TCP.
 
-#[path = "../examples/dojo/agents.rs"]
-#[allow(dead_code)]
-mod agents;
 mod dojo_scenarios;
 
 mod dojo;

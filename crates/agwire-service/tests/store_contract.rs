@@ -6,8 +6,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::common::pg_database;
-
 use agwire_core::{
     BaseEvent, Event, Message, RunAgentInput, RunErrorEvent, RunFinishedEvent,
     TextMessageContentEvent,
@@ -19,7 +17,7 @@ use agwire_service::store::{
     SqliteStore, Store, run_started,
 };
 use agwire_service::validate::{Rules, validate_run};
-use pg_database::PgDatabase;
+use agwire_testkit::pg::PgDatabase;
 use serde_json::json;
 
 /// Every backend, each on a fresh database of its own (dropped with the

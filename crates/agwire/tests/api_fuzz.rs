@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support;
+use crate::common;
 
 /// The pinned schemathesis, or `None` (announced) when it is not installed
 /// and not required.
@@ -81,7 +81,7 @@ fn schemathesis_finds_nothing_the_api_document_does_not_promise() {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let line = support::first_line(&mut server, Duration::from_secs(60));
+    let line = common::first_line(&mut server, Duration::from_secs(60));
     let base = line.trim().strip_prefix("listening ").unwrap().to_owned();
     let expires = jiff::Timestamp::now().as_second() + 24 * 3600;
     let token = agwire_service::auth::sign_jwt(secret.as_bytes(), "fuzzer", expires);
@@ -89,7 +89,7 @@ fn schemathesis_finds_nothing_the_api_document_does_not_promise() {
     let seed = std::env::var("AGWIRE_FUZZ_SEED").unwrap_or_else(|_| "20261123".into());
     eprintln!("schemathesis: {examples} examples per operation, seed {seed}");
     let hooks = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop/fuzz");
-    let output = support::output_within(
+    let output = common::output_within(
         Command::new(&schemathesis)
             .arg("run")
             .arg(format!("{base}/openapi.json"))

@@ -2,7 +2,7 @@
 //! serve` as child processes (kill -9, drain, replicas on PostgreSQL), the API
 //! fuzzer and the web app in a real browser.
 
-mod support;
+mod common;
 
 mod api_fuzz;
 mod replicas;

@@ -17,15 +17,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agwire_client::core::{DecodeMode, Event};
+use agwire_testkit::pg::PgDatabase;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
-use crate::support;
-use support::{Serve, body, checked_log, data_dir, get, seeded_rng, serve};
-
-#[path = "../../agwire-service/tests/support/pg_database.rs"]
-mod pg_database;
-use pg_database::PgDatabase;
+use crate::common;
+use common::{Serve, body, checked_log, data_dir, get, seeded_rng, serve};
 
 const RUNS: usize = 300;
 const LEASE_SECONDS: u64 = 3;

@@ -11,8 +11,8 @@ use std::time::Duration;
 use agwire_client::core::{Event, RunFinishedOutcome};
 use serde_json::{Value, json};
 
-use crate::support;
-use support::{
+use crate::common;
+use common::{
     body, checked_log, data_dir, first_line, get, output_within, post, serve, wait_final,
 };
 
@@ -26,7 +26,7 @@ fn sigterm(child: &Child) {
 }
 
 fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    support::wait_exit(child, Duration::from_secs(30))
+    common::wait_exit(child, Duration::from_secs(30))
 }
 
 const WORDS: &str = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty";

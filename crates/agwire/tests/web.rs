@@ -62,6 +62,6 @@ fn the_web_app_works_in_a_real_browser() {
         .env("AGWIRE_CHROMIUM", &chromium)
         .spawn()
         .expect("node runs");
-    let status = crate::support::wait_exit(&mut node, bound);
+    let status = crate::common::wait_exit(&mut node, bound);
     assert!(status.success(), "the browser tests failed ({status})");
 }

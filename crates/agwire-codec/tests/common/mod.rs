@@ -14,9 +14,8 @@ use std::process::{Command, Stdio};
 
 use base64::Engine as _;
 
-#[path = "../../../agwire-core/tests/common/peers.rs"]
-mod peers;
-pub use peers::{interop_dir, spec_dir};
+use agwire_testkit::peers;
+pub use agwire_testkit::peers::{interop_dir, spec_dir};
 use serde_json::Value;
 
 /// The official spec data; missing, a skip announced loudly — or, under
@@ -96,7 +95,7 @@ pub fn node(dir: &std::path::Path, mode: &str, jobs: &[Value]) -> Vec<Value> {
 
 /// Known events of the generator's valid streams, as JSON, plus awkward text.
 pub fn sample_events(seed: u64, want: usize) -> Vec<agwire_core::Event> {
-    use crate::streamgen::{StreamClass, generate};
+    use agwire_testkit::streamgen::{StreamClass, generate};
     let mut out = Vec::new();
     for text in [
         "",

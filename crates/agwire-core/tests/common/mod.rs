@@ -9,8 +9,7 @@
 
 use std::path::PathBuf;
 
-mod peers;
-pub use peers::{interop_dir, read_json, spec_dir};
+pub use agwire_testkit::peers::{interop_dir, read_json, spec_dir};
 
 /// Validates documents against one `$defs` anchor of the official 1.1 schema.
 pub struct Schema {

@@ -20,9 +20,7 @@ use agwire_service::store::{PgStore, SqliteStore, Store};
 use agwire_service::{BuiltinAgent, Config, Service};
 use serde_json::{Value, json};
 
-#[path = "../support/pg_database.rs"]
-pub mod pg_database;
-use pg_database::PgDatabase;
+use agwire_testkit::pg::PgDatabase;
 
 /// A service running in this process, served over real HTTP.
 pub struct Server {
@@ -342,7 +340,5 @@ pub async fn http_agent(spec: &Value) -> Option<Value> {
     Some(http_agent_peer::run(&interop, spec).await)
 }
 
-#[path = "../../../agwire-client/tests/support/http_agent.rs"]
-mod http_agent_peer;
-#[path = "../../../agwire-core/tests/common/peers.rs"]
-pub mod peers;
+use agwire_testkit::http_agent as http_agent_peer;
+pub use agwire_testkit::peers;

@@ -1,12 +1,20 @@
 //! The AG-UI dojo features as deterministic agents: the same input always
 //! gives the same stream, so tests can state exactly what a client must fold.
+//!
+//! Served by agwire-server's `dojo` example and exercised by its tests
+//! (feature `dojo`): one set of agents for both, so what the tests prove is
+//! what the example serves.
 
 use agwire_server::core::{Interrupt, Message, ResumeStatus, RunAgentInput};
 use agwire_server::{Agent, AgentEndpoint, AgentError, RunContext};
 use serde_json::{Value, json};
 
-/// Every feature, mounted at its dojo path.
-pub(crate) fn router(configure: impl Fn(AgentEndpoint) -> AgentEndpoint) -> axum::Router {
+/// Every feature, mounted at its dojo path (`/agentic_chat`,
+/// `/backend_tool_rendering`, `/human_in_the_loop`, `/agentic_generative_ui`,
+/// `/tool_based_generative_ui`, `/shared_state`, `/predictive_state_updates`,
+/// `/reasoning`, `/subagents`, `/interrupt`), each endpoint passed through
+/// `configure` first (a negotiator, say).
+pub fn router(configure: impl Fn(AgentEndpoint) -> AgentEndpoint) -> axum::Router {
     let mut router = axum::Router::new();
     let routes: Vec<(&str, AgentEndpoint)> = vec![
         ("/agentic_chat", AgentEndpoint::new(AgenticChat)),
@@ -91,7 +99,7 @@ async fn streamed_tool_call(
 
 /// Text streaming, and a frontend tool (`change_background`) whose result comes
 /// back as a tool message in the next run.
-pub(crate) struct AgenticChat;
+struct AgenticChat;
 
 impl Agent for AgenticChat {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -122,7 +130,7 @@ impl Agent for AgenticChat {
 }
 
 /// A backend tool: call and result both arrive in the stream.
-pub(crate) struct BackendToolRendering;
+struct BackendToolRendering;
 
 impl Agent for BackendToolRendering {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -145,7 +153,7 @@ impl Agent for BackendToolRendering {
 
 /// A frontend tool (`generate_task_steps`) the user edits; the next run reads
 /// the steps the user kept.
-pub(crate) struct HumanInTheLoop;
+struct HumanInTheLoop;
 
 impl Agent for HumanInTheLoop {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -180,7 +188,7 @@ impl Agent for HumanInTheLoop {
 }
 
 /// Progress of a long task as a state snapshot then JSON Patch deltas.
-pub(crate) struct AgenticGenerativeUi;
+struct AgenticGenerativeUi;
 
 impl Agent for AgenticGenerativeUi {
     async fn run(&self, _: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -199,7 +207,7 @@ impl Agent for AgenticGenerativeUi {
 }
 
 /// A tool call rendered as UI (a haiku) by the frontend.
-pub(crate) struct ToolBasedGenerativeUi;
+struct ToolBasedGenerativeUi;
 
 impl Agent for ToolBasedGenerativeUi {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -217,7 +225,7 @@ impl Agent for ToolBasedGenerativeUi {
 }
 
 /// Bidirectional state: reads the recipe the client sends, returns it improved.
-pub(crate) struct SharedState;
+struct SharedState;
 
 impl Agent for SharedState {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -245,7 +253,7 @@ impl Agent for SharedState {
 
 /// `PredictState`: the document tool's argument streams into state while the
 /// call is still open; the user then confirms the change.
-pub(crate) struct PredictiveStateUpdates;
+struct PredictiveStateUpdates;
 
 impl Agent for PredictiveStateUpdates {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -285,7 +293,7 @@ impl Agent for PredictiveStateUpdates {
 }
 
 /// Reasoning shown as thinking, then the answer.
-pub(crate) struct Reasoning;
+struct Reasoning;
 
 impl Agent for Reasoning {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -301,7 +309,7 @@ impl Agent for Reasoning {
 }
 
 /// A subagent does part of the work inside the run.
-pub(crate) struct Subagents;
+struct Subagents;
 
 impl Agent for Subagents {
     async fn run(&self, _: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
@@ -322,7 +330,7 @@ impl Agent for Subagents {
 
 /// Suspend and resume: the run ends with outcome `interrupt`; the next run's
 /// `resume` answers it.
-pub(crate) struct InterruptAgent;
+struct InterruptAgent;
 
 impl Agent for InterruptAgent {
     async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {

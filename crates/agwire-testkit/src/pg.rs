@@ -2,9 +2,7 @@
 //! `AGWIRE_TEST_PG_URL` (default: this machine's), dropped with the value.
 //! Without a reachable server the test skips loudly — or fails under
 //! `AGWIRE_REQUIRE_PG=1`, as the test command sets it. Shared by the
-//! service's and the binary's tests (`#[path]`).
-#![allow(clippy::unwrap_used, clippy::print_stderr)]
-#![allow(dead_code, reason = "each including test crate uses part of it")]
+//! service's and the binary's tests (feature `pg`).
 
 /// The PostgreSQL server the tests use (`AGWIRE_TEST_PG_URL`, a database
 /// the user may create databases from).
@@ -14,16 +12,17 @@ fn pg_admin_url() -> String {
 }
 
 /// A database of one test, dropped when this is.
-pub(crate) struct PgDatabase {
+#[derive(Debug)]
+pub struct PgDatabase {
     name: String,
     /// Its URL.
-    pub(crate) url: String,
+    pub url: String,
 }
 
 impl PgDatabase {
     /// A fresh database, or `None` (announced) without a reachable server —
     /// a failure instead under `AGWIRE_REQUIRE_PG=1`.
-    pub(crate) async fn create() -> Option<Self> {
+    pub async fn create() -> Option<Self> {
         use sqlx::Connection;
         let admin = pg_admin_url();
         let mut connection = match sqlx::PgConnection::connect(&admin).await {
@@ -59,7 +58,7 @@ impl PgDatabase {
 impl PgDatabase {
     /// Keeps the database past this value (a server that outlives the
     /// test's handle on it); a later test process drops it.
-    pub(crate) fn keep(self) -> String {
+    pub fn keep(self) -> String {
         let url = self.url.clone();
         std::mem::forget(self);
         url

@@ -40,16 +40,11 @@
 //! unknown values of closed enums such as `TEXT_MESSAGE_START.role` (a documented
 //! divergence), and `THINKING_*` events (the client mints random ids for them).
 //!
-//! Kept self-contained (only `rand` and `serde_json`) so any integration test can
-//! include it with `#[path = "support/streamgen.rs"] mod streamgen;`.
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::print_stdout,
-    clippy::print_stderr,
-    clippy::too_many_lines
-)]
+//! Self-contained (only `rand` and `serde_json`): it depends on no agwire
+//! crate, so it cannot agree with the code it judges by sharing it. The
+//! differential tests of agwire-core and the codec's sample events use it
+//! (feature `streamgen`).
+#![allow(clippy::print_stdout, clippy::too_many_lines)]
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -64,7 +59,7 @@ use serde_json::{Map, Value, json};
 
 /// What the official client is expected to make of a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum StreamClass {
+pub enum StreamClass {
     /// Accepted (`ok: true`), possibly with warnings.
     Valid,
     /// Rejected by chunk expansion or verification, with `intended_error`.
@@ -78,14 +73,16 @@ pub(crate) enum StreamClass {
 }
 
 impl StreamClass {
-    pub(crate) const ALL: [StreamClass; 4] = [
+    /// Every class, in report order.
+    pub const ALL: [StreamClass; 4] = [
         StreamClass::Valid,
         StreamClass::Broken,
         StreamClass::Malformed,
         StreamClass::SpecOnly,
     ];
 
-    pub(crate) fn name(self) -> &'static str {
+    /// Its name in reports (`valid`, `broken`, `malformed`, `spec-only`).
+    pub fn name(self) -> &'static str {
         match self {
             StreamClass::Valid => "valid",
             StreamClass::Broken => "broken",
@@ -97,41 +94,41 @@ impl StreamClass {
 
 /// One generated stream and the generator's intent for it.
 #[derive(Debug, Clone)]
-pub(crate) struct GeneratedStream {
+pub struct GeneratedStream {
     /// Unique per (seed, index).
-    pub(crate) id: String,
+    pub id: String,
     /// The thread the consumer asks about; every `RUN_STARTED` carries it
     /// unless the stream is a thread-mismatch case.
-    pub(crate) thread_id: String,
+    pub thread_id: String,
     /// The run id the consumer asks for (the last run of the stream uses it).
-    pub(crate) run_id: String,
+    pub run_id: String,
     /// The events, as wire JSON.
-    pub(crate) events: Vec<Value>,
+    pub events: Vec<Value>,
     /// The consumer's messages before the stream.
-    pub(crate) initial_messages: Vec<Value>,
+    pub initial_messages: Vec<Value>,
     /// The consumer's state before the stream.
-    pub(crate) initial_state: Value,
+    pub initial_state: Value,
     /// The verdict the generator intends.
-    pub(crate) class: StreamClass,
+    pub class: StreamClass,
     /// A substring of the error the client must fail with (`Broken`, `SpecOnly`,
     /// and the Zod marker for `Malformed`).
-    pub(crate) intended_error: Option<&'static str>,
+    pub intended_error: Option<&'static str>,
     /// The exact error the model predicts (`Broken` only).
-    pub(crate) expected_error: Option<String>,
+    pub expected_error: Option<String>,
     /// The key of the [`TS_TEMPLATES`] entry the error must match (`Broken`).
-    pub(crate) template: Option<&'static str>,
+    pub template: Option<&'static str>,
     /// The fault or malformation injected, for statistics and triage.
-    pub(crate) fault: Option<&'static str>,
+    pub fault: Option<&'static str>,
     /// What the stream exercises, for coverage statistics and triage.
-    pub(crate) features: BTreeSet<&'static str>,
+    pub features: BTreeSet<&'static str>,
     /// For `Valid` and `SpecOnly`: the events the client should deliver after
     /// enforcement and chunk expansion, in order (as the model sees them).
-    pub(crate) expanded: Vec<Value>,
+    pub expanded: Vec<Value>,
 }
 
 impl GeneratedStream {
     /// The job line `interop/replay.mjs` reads.
-    pub(crate) fn to_job(&self) -> Value {
+    pub fn to_job(&self) -> Value {
         json!({
             "id": self.id,
             "threadId": self.thread_id,
@@ -147,11 +144,14 @@ impl GeneratedStream {
 /// enforcement, apply). An error matches the first entry whose fragments it all
 /// contains; more specific entries come first.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TsTemplate {
-    pub(crate) key: &'static str,
-    pub(crate) fragments: &'static [&'static str],
+pub struct TsTemplate {
+    /// Its name (`stage.what`), as [`GeneratedStream::template`] names it.
+    pub key: &'static str,
+    /// The literal pieces of the message, all of which a matching error
+    /// contains.
+    pub fragments: &'static [&'static str],
     /// Why no stream through `runAgent` can reach it, when that is the case.
-    pub(crate) unreachable: Option<&'static str>,
+    pub unreachable: Option<&'static str>,
 }
 
 const ZOD_SHADOWS: &str = "shadowed: the generated Zod validator (enforcement) rejects the null \
@@ -159,7 +159,7 @@ const ZOD_SHADOWS: &str = "shadowed: the generated Zod validator (enforcement) r
 
 /// Every error template of `@ag-ui/client` 1.0.0 that a replayed stream could
 /// conceivably produce.
-pub(crate) const TS_TEMPLATES: &[TsTemplate] = &[
+pub const TS_TEMPLATES: &[TsTemplate] = &[
     t(
         "verify.run_errored",
         &["The run has already errored with 'RUN_ERROR'"],
@@ -398,10 +398,10 @@ const fn u(key: &'static str, fragments: &'static [&'static str], why: &'static 
 
 /// What every Zod (enforcement) rejection of `@ag-ui/client` contains: the issue
 /// list serialised as pretty JSON.
-pub(crate) const ZOD_MARKER: &str = "\"code\": \"";
+pub const ZOD_MARKER: &str = "\"code\": \"";
 
 /// The template an error message matches, if any.
-pub(crate) fn classify_ts_error(message: &str) -> Option<&'static str> {
+pub fn classify_ts_error(message: &str) -> Option<&'static str> {
     TS_TEMPLATES
         .iter()
         .find(|t| t.fragments.iter().all(|f| message.contains(f)))
@@ -416,7 +416,7 @@ fn template(key: &str) -> &'static TsTemplate {
 }
 
 /// The stream for (`seed`, `index`).
-pub(crate) fn generate(seed: u64, index: usize) -> GeneratedStream {
+pub fn generate(seed: u64, index: usize) -> GeneratedStream {
     let mixed = seed
         ^ (index as u64)
             .wrapping_add(1)
@@ -487,6 +487,20 @@ const KNOWN_TYPES: &[&str] = &[
     "SUBAGENT_ERROR",
 ];
 
+/// The message roles enforcement keeps: the `role` constants of the 1.1
+/// schema's message definitions (`DeveloperMessage` … `ReasoningMessage`).
+/// The model's own list, not agwire-core's `Role`: an oracle that asked the
+/// code it judges which roles exist would agree with it by construction.
+const KNOWN_ROLES: &[&str] = &[
+    "developer",
+    "system",
+    "assistant",
+    "user",
+    "tool",
+    "activity",
+    "reasoning",
+];
+
 fn ty(e: &Value) -> &str {
     e.get("type").and_then(Value::as_str).unwrap_or("")
 }
@@ -527,6 +541,8 @@ impl OrdSet {
     }
 }
 
+/// The three kinds of stream `transformChunks` assembles from chunks
+/// (`PendingStream["kind"]`: `"text" | "tool" | "reasoning"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Text,
@@ -534,33 +550,71 @@ enum Kind {
     Reasoning,
 }
 
+/// What the model knows of one [`Kind`], as data rather than code: the
+/// official event type names of its family, and the words the client's
+/// messages use for it.
+///
+/// An oracle must not share the code it judges, nor repeat it: a copy of
+/// agwire-core's own chunk helpers (whose `Kind` is private, and rightly so)
+/// would agree with them by construction, typo for typo, and the differential
+/// test compares agwire's chunk errors with what this model predicts. So the
+/// rows below are taken from the references themselves — the event type names
+/// from AG-UI's `EventType` (and [`KNOWN_TYPES`], which a test holds them to),
+/// the id field and the entity words from `@ag-ui/client` 1.0.0's
+/// `src/chunks/transform.ts` (`missingIdFieldName`, and the `entityKind`
+/// argument of its error messages) — and the model reads them from one table.
+#[derive(Debug)]
+struct Family {
+    kind: Kind,
+    /// The chunk event, and the start/content/end events it abbreviates.
+    chunk: &'static str,
+    start: &'static str,
+    content: &'static str,
+    end: &'static str,
+    /// The field a chunk names its stream by.
+    id_field: &'static str,
+    /// How the client's error messages name the stream.
+    entity: &'static str,
+}
+
+/// One row per [`Kind`].
+const FAMILIES: [Family; 3] = [
+    Family {
+        kind: Kind::Text,
+        chunk: "TEXT_MESSAGE_CHUNK",
+        start: "TEXT_MESSAGE_START",
+        content: "TEXT_MESSAGE_CONTENT",
+        end: "TEXT_MESSAGE_END",
+        id_field: "messageId",
+        entity: "text message",
+    },
+    Family {
+        kind: Kind::Tool,
+        chunk: "TOOL_CALL_CHUNK",
+        start: "TOOL_CALL_START",
+        content: "TOOL_CALL_ARGS",
+        end: "TOOL_CALL_END",
+        id_field: "toolCallId",
+        entity: "tool call",
+    },
+    Family {
+        kind: Kind::Reasoning,
+        chunk: "REASONING_MESSAGE_CHUNK",
+        start: "REASONING_MESSAGE_START",
+        content: "REASONING_MESSAGE_CONTENT",
+        end: "REASONING_MESSAGE_END",
+        id_field: "messageId",
+        entity: "reasoning message",
+    },
+];
+
 impl Kind {
-    fn chunk_type(self) -> &'static str {
-        match self {
-            Kind::Text => "TEXT_MESSAGE_CHUNK",
-            Kind::Tool => "TOOL_CALL_CHUNK",
-            Kind::Reasoning => "REASONING_MESSAGE_CHUNK",
-        }
-    }
-    fn entity(self) -> &'static str {
-        match self {
-            Kind::Text => "text message",
-            Kind::Tool => "tool call",
-            Kind::Reasoning => "reasoning message",
-        }
-    }
-    fn id_field(self) -> &'static str {
-        match self {
-            Kind::Tool => "toolCallId",
-            _ => "messageId",
-        }
-    }
-    fn end_type(self) -> &'static str {
-        match self {
-            Kind::Text => "TEXT_MESSAGE_END",
-            Kind::Tool => "TOOL_CALL_END",
-            Kind::Reasoning => "REASONING_MESSAGE_END",
-        }
+    /// Its row of [`FAMILIES`].
+    fn family(self) -> &'static Family {
+        FAMILIES
+            .iter()
+            .find(|f| f.kind == self)
+            .expect("a row per kind")
     }
 }
 
@@ -704,8 +758,8 @@ impl Mirror {
         };
         let (_, p) = self.lanes.remove(pos);
         vec![
-            E::new(p.kind.end_type())
-                .s(p.kind.id_field(), p.id)
+            E::new(p.kind.family().end)
+                .s(p.kind.family().id_field, p.id)
                 .tag(&p.tag)
                 .done(),
         ]
@@ -724,7 +778,7 @@ impl Mirror {
                 {
                     return Err(format!(
                         "Cannot continue {} '{id}': chunk subagentRunId '{t}' does not match the open stream's subagent '{}'.",
-                        kind.entity(),
+                        kind.family().entity,
                         who(&holder)
                     ));
                 }
@@ -749,9 +803,9 @@ impl Mirror {
             1 => Ok(candidates[0].clone()),
             n => Err(format!(
                 "Ambiguous {}: it carries neither a {} nor a subagentRunId, but {n} lanes have an open {}. Attribute the chunk to the subagent it belongs to.",
-                kind.chunk_type(),
-                kind.id_field(),
-                kind.entity()
+                kind.family().chunk,
+                kind.family().id_field,
+                kind.family().entity
             )),
         }
     }
@@ -800,7 +854,7 @@ impl Mirror {
     }
 
     fn chunk(&mut self, e: &Value, kind: Kind) -> Result<Vec<Value>, String> {
-        let id = sget(e, kind.id_field());
+        let id = sget(e, kind.family().id_field);
         let tag = tag_of(e);
         let lane = self.resolve_lane(kind, id, &tag)?;
         let mut out = Vec::new();
@@ -811,7 +865,7 @@ impl Mirror {
                     match incoming {
                         Some(inc) if Some(inc) != established => Err(format!(
                             "Cannot continue {} '{}': chunk {field} '{inc}' does not match the open stream's {field} {}.",
-                            kind.entity(),
+                            kind.family().entity,
                             p.id,
                             established.map_or_else(|| "(absent)".to_owned(), |s| format!("'{s}'"))
                         )),
@@ -840,8 +894,8 @@ impl Mirror {
                 let Some(id) = id else {
                     return Err(format!(
                         "First {} must have a {}",
-                        kind.chunk_type(),
-                        kind.id_field()
+                        kind.family().chunk,
+                        kind.family().id_field
                     ));
                 };
                 if kind == Kind::Tool && sget(e, "toolCallName").is_none() {
@@ -857,18 +911,15 @@ impl Mirror {
                     tag: tag.clone(),
                 };
                 self.lanes.push((lane, p.clone()));
+                let start = E::new(kind.family().start).s(kind.family().id_field, id);
                 let start = match kind {
-                    Kind::Text => E::new("TEXT_MESSAGE_START")
-                        .s("messageId", id)
+                    Kind::Text => start
                         .s("role", p.role.clone())
                         .os("name", p.name.as_deref()),
-                    Kind::Tool => E::new("TOOL_CALL_START")
-                        .s("toolCallId", id)
+                    Kind::Tool => start
                         .s("toolCallName", p.tool_name.clone())
                         .os("parentMessageId", p.parent.as_deref()),
-                    Kind::Reasoning => E::new("REASONING_MESSAGE_START")
-                        .s("messageId", id)
-                        .s("role", "reasoning"),
+                    Kind::Reasoning => start.s("role", "reasoning"),
                 };
                 out.push(
                     start
@@ -879,11 +930,7 @@ impl Mirror {
                 p
             }
         };
-        let content_type = match kind {
-            Kind::Text => "TEXT_MESSAGE_CONTENT",
-            Kind::Tool => "TOOL_CALL_ARGS",
-            Kind::Reasoning => "REASONING_MESSAGE_CONTENT",
-        };
+        let content_type = kind.family().content;
         let owner = if tag.is_some() {
             tag
         } else {
@@ -895,7 +942,7 @@ impl Mirror {
         if delta.is_some() || raw.is_some() || (out.is_empty() && metadata.is_some()) {
             out.push(
                 E::new(content_type)
-                    .s(kind.id_field(), fields.id)
+                    .s(kind.family().id_field, fields.id)
                     .v(
                         "delta",
                         delta
@@ -950,7 +997,7 @@ impl Mirror {
         for msg in messages {
             let Some(id) = sget(msg, "id") else { continue };
             let role = sget(msg, "role").unwrap_or("");
-            if agwire_core::Role::from_name(role).is_none() {
+            if !KNOWN_ROLES.contains(&role) {
                 continue; // enforcement drops an unrecognised message
             }
             let owner = tag_of(msg);
@@ -1592,7 +1639,9 @@ impl Msg {
     fn from_json(v: &Value) -> Option<Msg> {
         let id = sget(v, "id")?;
         let role = sget(v, "role")?;
-        agwire_core::Role::from_name(role)?;
+        if !KNOWN_ROLES.contains(&role) {
+            return None;
+        }
         let mut m = Msg::new(id, role, tag_of(v));
         m.name = sget(v, "name").map(str::to_owned);
         m.content = v
@@ -3954,7 +4003,7 @@ impl Gen {
         if self.m.lane(&tag).is_some() {
             self.feature("chunk_closes_previous_in_lane");
         }
-        let mut e = E::new(kind.chunk_type());
+        let mut e = E::new(kind.family().chunk);
         let id;
         match kind {
             Kind::Text => {
@@ -4019,12 +4068,12 @@ impl Gen {
     }
 
     fn continue_chunk(&mut self, kind: Kind, owner: &Owner, pending: &Pending) {
-        let mut e = E::new(kind.chunk_type());
+        let mut e = E::new(kind.family().chunk);
         let with_id = self.p(0.35);
         let with_tag = owner.is_some() && self.p(0.5);
         let resolves_bare = self.m.resolve_lane(kind, None, &None).ok().as_ref() == Some(owner);
         if with_id || (!with_tag && !resolves_bare) {
-            e = e.s(kind.id_field(), pending.id.clone());
+            e = e.s(kind.family().id_field, pending.id.clone());
             if !with_tag && owner.is_some() {
                 self.feature("chunk_untagged_continuation_of_subagent_lane_by_id");
             }
@@ -4362,12 +4411,12 @@ impl Gen {
     /// A chunk continuing `pending` in lane `owner`, spelled with its id, its
     /// tag, or neither (when that resolves to the same lane).
     fn continuation(&mut self, kind: Kind, owner: &Owner, pending: &Pending) -> E {
-        let mut e = E::new(kind.chunk_type());
+        let mut e = E::new(kind.family().chunk);
         let bare_ok = self.m.resolve_lane(kind, None, &None).ok().as_ref() == Some(owner);
         match self.range(0, 3) {
             0 if bare_ok => {}
             1 if owner.is_some() => e = e.tag(owner),
-            _ => e = e.s(kind.id_field(), pending.id.clone()),
+            _ => e = e.s(kind.family().id_field, pending.id.clone()),
         }
         e
     }
@@ -4851,7 +4900,7 @@ impl Gen {
                         ("chunk_first/empty_lane", Some(t))
                     }
                 };
-                let mut e = E::new(kind.chunk_type()).s("delta", "x").tag(&tag);
+                let mut e = E::new(kind.family().chunk).s("delta", "x").tag(&tag);
                 if kind == Kind::Tool && self.p(0.5) {
                     e = e.s("toolCallName", "search");
                 }
@@ -4925,8 +4974,8 @@ impl Gen {
                     .expect("kinds");
                 let (owner, pending) = self.ensure_lane(kind);
                 let other = Some(self.other_tag(&owner));
-                let ev = E::new(kind.chunk_type())
-                    .s(kind.id_field(), pending.id)
+                let ev = E::new(kind.family().chunk)
+                    .s(kind.family().id_field, pending.id)
                     .s("delta", "x")
                     .tag(&other)
                     .done();
@@ -4957,7 +5006,7 @@ impl Gen {
                     };
                     self.open_chunk(kind, Some(Some(tag)));
                 }
-                let ev = E::new(kind.chunk_type()).s("delta", "who?").done();
+                let ev = E::new(kind.family().chunk).s("delta", "who?").done();
                 self.commit(vec![ev], "chunk_ambiguous", tpl);
             }
         }
@@ -5518,5 +5567,50 @@ impl Gen {
         );
         self.intended = Some(fault.fragment());
         self.fault_key = Some(fault.key());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FAMILIES, KNOWN_ROLES, KNOWN_TYPES};
+    use crate::peers::{read_json, spec_dir};
+    use serde_json::Value;
+
+    /// The model's lists of event types and message roles are the official
+    /// ones: the 1.1 schema's `EventType` enum, and the `role` constants of
+    /// its message definitions.
+    #[test]
+    fn the_known_types_and_roles_are_the_schemas() {
+        let Some(dir) = spec_dir() else { return };
+        let schema = read_json(&dir.join("1.1/schema.json"));
+        let defs = schema["$defs"].as_object().expect("$defs");
+        let types: Vec<&str> = defs["EventType"]["enum"]
+            .as_array()
+            .expect("EventType enum")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(types, KNOWN_TYPES);
+        let mut roles: Vec<&str> = defs
+            .iter()
+            .filter(|(name, _)| name.ends_with("Message"))
+            .filter_map(|(_, def)| def["properties"]["role"]["const"].as_str())
+            .collect();
+        let mut known = KNOWN_ROLES.to_vec();
+        roles.sort_unstable();
+        known.sort_unstable();
+        assert_eq!(roles, known);
+    }
+
+    /// The model's chunk families name only official event types (the table
+    /// is data taken from the references, so a typo there is caught here
+    /// rather than agreed with).
+    #[test]
+    fn the_chunk_families_name_official_event_types() {
+        for family in &FAMILIES {
+            for name in [family.chunk, family.start, family.content, family.end] {
+                assert!(KNOWN_TYPES.contains(&name), "{name} ({:?})", family.kind);
+            }
+        }
     }
 }

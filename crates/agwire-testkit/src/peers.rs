@@ -1,6 +1,5 @@
 //! Where the official peers and data are: shared by the test suites of every
-//! crate (`#[path]`-included), so they all skip — or fail — the same way.
-#![allow(dead_code, unreachable_pub, clippy::expect_used, clippy::print_stderr)]
+//! crate, so they all skip — or fail — the same way.
 
 use std::path::PathBuf;
 
@@ -27,6 +26,8 @@ pub fn spec_dir() -> Option<PathBuf> {
     None
 }
 
+/// The JSON document at `path`; panics naming the file when it cannot be
+/// read or parsed.
 pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))

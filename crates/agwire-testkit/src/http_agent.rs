@@ -1,6 +1,6 @@
 //! The official `HttpAgent` as a peer: `interop/httpagent.mjs` runs the spec
-//! it reads on stdin and prints what the agent saw. Shared by the client's
-//! and the service's interop tests.
+//! it reads on stdin and prints what the agent saw. Shared by the client's,
+//! the server's and the service's interop tests (feature `http-agent`).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -10,7 +10,7 @@ use tokio::io::AsyncWriteExt;
 
 /// Runs `httpagent.mjs` in `interop` on `spec`; panics with its stderr when
 /// it fails.
-pub(crate) async fn run(interop: &Path, spec: &Value) -> Value {
+pub async fn run(interop: &Path, spec: &Value) -> Value {
     let mut child = tokio::process::Command::new("node")
         .arg("httpagent.mjs")
         .current_dir(interop)

@@ -1,7 +1,7 @@
-//! The properties the fuzz targets check. Shared with the corpus-replay
-//! regression tests (`crates/agwire-codec/tests/fuzz_corpus.rs`), so a crash
-//! the fuzzer found stays fixed.
-#![allow(dead_code)]
+//! The properties the fuzz targets (`fuzz/fuzz_targets/`, cargo-fuzz) check.
+//! Shared with the corpus-replay regression tests
+//! (`crates/agwire-codec/tests/fuzz_corpus.rs`), so a crash the fuzzer found
+//! stays fixed (feature `fuzz-checks`).
 
 use agwire_core::pipeline::Pipeline;
 use agwire_core::{DecodeMode, Event};
@@ -9,7 +9,7 @@ use agwire_core::{DecodeMode, Event};
 /// JSON event decoding never panics; whatever lenient decoding accepts
 /// re-encodes to JSON that strict decoding accepts and that decodes back to the
 /// same event; the pipeline never panics on it.
-pub(crate) fn json_event(data: &[u8]) {
+pub fn json_event(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -57,7 +57,7 @@ fn chunks(data: &[u8]) -> (Vec<&[u8]>, &[u8]) {
 
 /// The SSE decoder never panics, and how the body is chunked never changes the
 /// frames it yields (nor whether it fails).
-pub(crate) fn sse_decoder(data: &[u8]) {
+pub fn sse_decoder(data: &[u8]) {
     use agwire_codec::sse::SseDecoder;
     let (pieces, body) = chunks(data);
     let run = |parts: &[&[u8]]| {
@@ -90,7 +90,7 @@ pub(crate) fn sse_decoder(data: &[u8]) {
 
 /// The protobuf frame decoder never panics; chunking never changes the events;
 /// every event it yields re-encodes and decodes back to itself.
-pub(crate) fn frame_decoder(data: &[u8]) {
+pub fn frame_decoder(data: &[u8]) {
     use agwire_codec::proto::{FrameDecoder, decode_event, encode_event};
     let (pieces, body) = chunks(data);
     let run = |parts: &[&[u8]]| {
