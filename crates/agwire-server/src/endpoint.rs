@@ -16,11 +16,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, BoxFuture, DynAgent};
-use crate::body::{DEFAULT_KEEP_ALIVE, EventBody, stream_response};
 use crate::context::{DisconnectPolicy, RunContext, Tx};
 use crate::error::AgentError;
 use crate::intake::Intake;
 use crate::queue;
+use crate::response::{DEFAULT_KEEP_ALIVE, EventBody, stream_response};
 
 /// Default number of events buffered between the agent and a slow client
 /// before the agent's emitters wait.
