@@ -1,16 +1,20 @@
 //! [`Client`] and its builder: where the agent is and how to talk to it.
+//!
+//! The two methods that start a run are defined beside what they use, so
+//! that this module depends on neither: [`Client::run`] in `stream.rs`,
+//! beside [`RunStream`] (which resumes a dropped stream through this
+//! client), and [`Client::run_to_completion`] in `subscriber.rs`, beside the
+//! hooks it calls.
+//!
+//! [`RunStream`]: crate::RunStream
 
 use std::time::Duration;
 
-use agwire_core::RunAgentInput;
 use bytes::Bytes;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Response, Url};
 
 use crate::error::Error;
-use crate::stream::RunStream;
-use crate::subscriber::{Subscriber, dispatch};
-use crate::summary::RunSummary;
 
 /// Which wire formats to ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -125,7 +129,7 @@ impl ClientBuilder {
     }
 
     /// Whether events pass the official client's verification and are folded
-    /// (on by default). Off, [`RunStream`] yields events as decoded.
+    /// (on by default). Off, [`RunStream`](crate::RunStream) yields events as decoded.
     pub fn verify(mut self, yes: bool) -> Self {
         self.verify = yes;
         self
@@ -193,44 +197,6 @@ impl Client {
     /// A client for `url` with the defaults.
     pub fn new(url: impl Into<String>) -> Result<Self, Error> {
         Self::builder(url).build()
-    }
-
-    /// Starts a run: posts `input` and returns its event stream once the
-    /// response headers arrived. A non-2xx answer is [`Error::Status`].
-    pub async fn run(&self, input: &RunAgentInput) -> Result<RunStream, Error> {
-        let body = Bytes::from(
-            serde_json::to_vec(input).map_err(|e| Error::Config(format!("input: {e}")))?,
-        );
-        let response = self
-            .send(Method::POST, self.url.clone(), Some(body.clone()), None)
-            .await?;
-        Ok(RunStream::new(self.clone(), input.clone(), body, response))
-    }
-
-    /// Runs to the end, calling `subscriber`'s hooks, and returns what the run
-    /// folded into. Verification is always on here: folding needs it.
-    ///
-    /// A `RUN_ERROR` from the agent is not an `Err`: it is in the summary's
-    /// [`RunSummary::error`], as the official client resolves such runs.
-    pub async fn run_to_completion(
-        &self,
-        input: &RunAgentInput,
-        subscriber: &mut dyn Subscriber,
-    ) -> Result<RunSummary, Error> {
-        let mut client = self.clone();
-        client.verify = true;
-        let mut stream = match client.run(input).await {
-            Ok(stream) => stream,
-            Err(error) => {
-                subscriber.on_run_failed(&error);
-                subscriber.on_run_finalized();
-                return Err(error);
-            }
-        };
-        let outcome = dispatch(&mut stream, subscriber).await;
-        subscriber.on_run_finalized();
-        outcome?;
-        Ok(RunSummary::new(input, stream.into_session()))
     }
 
     /// The endpoint.

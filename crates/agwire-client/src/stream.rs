@@ -16,7 +16,7 @@ use reqwest::header;
 use reqwest::{Method, Response, Url};
 use tokio::sync::Notify;
 
-use crate::client::Client;
+use crate::client::{Client, Reconnect};
 use crate::error::Error;
 
 /// Cancels a run from anywhere: the connection is closed, and the stream ends
@@ -82,13 +82,22 @@ pub struct RunStream {
     abort: AbortHandle,
 }
 
+impl Client {
+    /// Starts a run: posts `input` and returns its event stream once the
+    /// response headers arrived. A non-2xx answer is [`Error::Status`].
+    pub async fn run(&self, input: &RunAgentInput) -> Result<RunStream, Error> {
+        let body = Bytes::from(
+            serde_json::to_vec(input).map_err(|e| Error::Config(format!("input: {e}")))?,
+        );
+        let response = self
+            .send(Method::POST, self.url().clone(), Some(body.clone()), None)
+            .await?;
+        Ok(RunStream::new(self.clone(), input.clone(), body, response))
+    }
+}
+
 impl RunStream {
-    pub(crate) fn new(
-        client: Client,
-        input: RunAgentInput,
-        body: Bytes,
-        response: Response,
-    ) -> Self {
+    fn new(client: Client, input: RunAgentInput, body: Bytes, response: Response) -> Self {
         let location = response
             .headers()
             .get(header::LOCATION)
@@ -402,7 +411,7 @@ async fn read_chunk(
     }
 }
 
-fn backoff(policy: &crate::client::Reconnect, attempt: u32) -> Duration {
+fn backoff(policy: &Reconnect, attempt: u32) -> Duration {
     let factor = 1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX);
     policy
         .initial_backoff

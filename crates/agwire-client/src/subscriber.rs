@@ -9,8 +9,10 @@ use agwire_core::{
     StepStartedEvent, TextMessageStartEvent, ToolCall, ToolCallResultEvent, ToolCallStartEvent,
 };
 
+use crate::client::Client;
 use crate::error::Error;
 use crate::stream::RunStream;
+use crate::summary::RunSummary;
 
 /// What every hook sees: the event, the session after it was applied, and
 /// the run's input.
@@ -92,11 +94,36 @@ pub struct NoHooks;
 
 impl Subscriber for NoHooks {}
 
+impl Client {
+    /// Runs to the end, calling `subscriber`'s hooks, and returns what the run
+    /// folded into. Verification is always on here: folding needs it.
+    ///
+    /// A `RUN_ERROR` from the agent is not an `Err`: it is in the summary's
+    /// [`RunSummary::error`], as the official client resolves such runs.
+    pub async fn run_to_completion(
+        &self,
+        input: &RunAgentInput,
+        subscriber: &mut dyn Subscriber,
+    ) -> Result<RunSummary, Error> {
+        let mut client = self.clone();
+        client.verify = true;
+        let mut stream = match client.run(input).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                subscriber.on_run_failed(&error);
+                subscriber.on_run_finalized();
+                return Err(error);
+            }
+        };
+        let outcome = dispatch(&mut stream, subscriber).await;
+        subscriber.on_run_finalized();
+        outcome?;
+        Ok(RunSummary::new(input, stream.into_session()))
+    }
+}
+
 /// Reads `stream` to its end, calling the hooks.
-pub(crate) async fn dispatch(
-    stream: &mut RunStream,
-    subscriber: &mut dyn Subscriber,
-) -> Result<(), Error> {
+async fn dispatch(stream: &mut RunStream, subscriber: &mut dyn Subscriber) -> Result<(), Error> {
     let mut texts: HashMap<String, String> = HashMap::new();
     let mut reasoning: HashMap<String, String> = HashMap::new();
     let mut calls: HashMap<String, (String, String)> = HashMap::new();

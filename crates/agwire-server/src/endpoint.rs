@@ -16,17 +16,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, BoxFuture, DynAgent};
-use crate::body::{EventBody, stream_response};
 use crate::context::{DisconnectPolicy, RunContext, Tx};
 use crate::error::AgentError;
 use crate::intake::Intake;
 use crate::queue;
+use crate::response::{DEFAULT_KEEP_ALIVE, EventBody, stream_response};
 
-/// Default request body limit: 10 MiB, the official SSE parser's event limit.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
-/// Default keep-alive period: a comment frame after 15 s without events, well
-/// inside the idle timeouts of common proxies.
-pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Default number of events buffered between the agent and a slow client
 /// before the agent's emitters wait.
 pub const DEFAULT_CHANNEL_CAPACITY: usize = 64;

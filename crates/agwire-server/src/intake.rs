@@ -10,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
-use crate::endpoint::DEFAULT_MAX_BODY_BYTES;
+/// Default request body limit: 10 MiB, the official SSE parser's event limit.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
 /// Why a request was refused before its stream began. Each has an HTTP
 /// status ([`IntakeError::status`]) and a message ([`IntakeError::detail`]);

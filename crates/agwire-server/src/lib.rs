@@ -1,24 +1,21 @@
 #![doc = include_str!("../README.md")]
 
 mod agent;
-mod body;
 mod context;
 mod endpoint;
 mod error;
 mod intake;
 mod queue;
+mod response;
 mod serve;
 
 pub use agent::{Agent, BoxFuture, DynAgent};
 pub use agwire_http1::{BodyError as RequestBodyError, ServeConfig};
-pub use body::{EventStream, Receiver};
 pub use context::{DisconnectPolicy, RunContext};
-pub use endpoint::{
-    AgentEndpoint, DEFAULT_CHANNEL_CAPACITY, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_BYTES,
-    run_detached,
-};
+pub use endpoint::{AgentEndpoint, DEFAULT_CHANNEL_CAPACITY, run_detached};
 pub use error::{AgentError, Error};
-pub use intake::{Intake, IntakeError};
+pub use intake::{DEFAULT_MAX_BODY_BYTES, Intake, IntakeError};
+pub use response::{DEFAULT_KEEP_ALIVE, EventStream, Receiver};
 pub use serve::{serve, serve_with};
 
 /// The token a run is cancelled with ([`run_detached`]).

@@ -4,7 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use super::generated as pb;
-use super::value::{from_struct, from_value, number};
+use super::json::number;
+use super::value::{from_struct, from_value};
 use crate::Error;
 
 type Obj = Map<String, Value>;

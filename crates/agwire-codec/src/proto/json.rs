@@ -13,9 +13,8 @@ use prost::DecodeError;
 use prost::encoding::{
     DecodeContext, WireType, decode_varint, encode_key, encode_varint, skip_field,
 };
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
-use super::value::number;
 use super::writer::{self, StructMessage, ValueMessage};
 
 /// How deep `Struct`/`ListValue` nesting may go before decoding refuses: the
@@ -30,6 +29,21 @@ pub struct JsonValue(pub Option<Value>);
 /// A `google.protobuf.Struct`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JsonStruct(pub Map<String, Value>);
+
+/// A double as JavaScript's JSON would write it: integral values as integers,
+/// NaN and infinities (which JSON cannot carry) as `null`.
+pub(crate) fn number(n: f64) -> Value {
+    if !n.is_finite() {
+        return Value::Null;
+    }
+    // Up to 2^53 a double holds every integer exactly; past it JavaScript prints
+    // exponent forms, so such numbers stay doubles.
+    if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_992.0 {
+        #[allow(clippy::cast_possible_truncation)]
+        return Value::Number(Number::from(n as i64));
+    }
+    Number::from_f64(n).map_or(Value::Null, Value::Number)
+}
 
 // prost 0.14 offers no other way for a hand-written `Message` to report a
 // decode error; the lockfile pins prost, and 0.15 will need a look here.

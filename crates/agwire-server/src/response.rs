@@ -25,8 +25,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::BoxFuture;
 use crate::context::DisconnectPolicy;
-use crate::endpoint::DEFAULT_KEEP_ALIVE;
 use crate::queue;
+
+/// Default keep-alive period: a comment frame after 15 s without events, well
+/// inside the idle timeouts of common proxies.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Events ready together are written as one chunk up to about this size: one
 /// write per burst instead of one per event, without holding back a stream.
