@@ -1,6 +1,7 @@
 //! The direct protobuf encoder (`encode_event`, `encode_frame`: written
 //! straight from our types) against prost's encoding of the message tree
-//! `to_proto` builds: the same bytes for every event of the official
+//! the test kit's oracle builds (`agwire_testkit::proto_oracle::to_proto`, a
+//! second, independent writing of the mapping): the same bytes for every event of the official
 //! fixtures, 10,000 generated events, and hand-written edge cases (lengths
 //! that need multi-byte varints, negative timestamps, empty and absent
 //! fields, every message role and content part, deep JSON).
@@ -13,8 +14,9 @@
 
 use crate::common;
 
-use agwire_codec::proto::{FrameDecoder, encode_event, encode_frame, to_proto};
+use agwire_codec::proto::{FrameDecoder, encode_event, encode_frame};
 use agwire_core::Event;
+use agwire_testkit::proto_oracle::to_proto;
 use prost::Message as _;
 use serde_json::{Value, json};
 

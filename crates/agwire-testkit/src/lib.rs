@@ -25,5 +25,7 @@ pub mod http_agent;
 pub mod peers;
 #[cfg(feature = "pg")]
 pub mod pg;
+#[cfg(feature = "proto-oracle")]
+pub mod proto_oracle;
 #[cfg(feature = "streamgen")]
 pub mod streamgen;

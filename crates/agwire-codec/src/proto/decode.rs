@@ -5,7 +5,6 @@ use serde_json::{Map, Value, json};
 
 use super::generated as pb;
 use super::json::number;
-use super::value::{from_struct, from_value};
 use crate::Error;
 
 type Obj = Map<String, Value>;
@@ -25,14 +24,14 @@ fn put_opt(o: &mut Obj, key: &str, value: Option<impl Into<Value>>) {
 }
 
 fn put_value(o: &mut Obj, key: &str, value: Option<super::json::JsonValue>) {
-    if let Some(v) = value.and_then(from_value) {
+    if let Some(v) = value.and_then(|v| v.0) {
         o.insert(key.to_owned(), v);
     }
 }
 
 fn put_struct(o: &mut Obj, key: &str, value: Option<super::json::JsonStruct>) {
     if let Some(s) = value {
-        o.insert(key.to_owned(), Value::Object(from_struct(s)));
+        o.insert(key.to_owned(), Value::Object(s.0));
     }
 }
 
@@ -203,7 +202,7 @@ fn message(m: pb::Message) -> Result<Value, Error> {
         (_, content) => put_opt(&mut o, "content", content),
     }
     if uses_map && let Some(content) = m.activity_content {
-        o.insert("content".into(), Value::Object(from_struct(content)));
+        o.insert("content".into(), Value::Object(content.0));
     }
     put_opt(&mut o, "name", m.name);
     if !m.tool_calls.is_empty() {
@@ -635,7 +634,7 @@ fn direct_base(
             reason: "integer outside the safe range ±(2^53 - 1)".to_owned(),
         }));
     }
-    let raw_event = match base.raw_event.and_then(from_value) {
+    let raw_event = match base.raw_event.and_then(|v| v.0) {
         Some(Value::Null) => {
             warnings.push(agwire_core::Warning::legacy_null(
                 arm.as_str_name(),
@@ -648,6 +647,6 @@ fn direct_base(
     Ok(agwire_core::BaseEvent {
         timestamp: base.timestamp,
         raw_event,
-        metadata: base.metadata.map(|m| Box::new(from_struct(m))),
+        metadata: base.metadata.map(|m| Box::new(m.0)),
     })
 }

@@ -28,7 +28,6 @@
 
 mod decode;
 mod direct;
-mod encode;
 #[rustfmt::skip]
 #[allow(
     missing_docs,
@@ -39,14 +38,12 @@ mod encode;
 )]
 pub mod generated;
 pub mod json;
-mod value;
 mod writer;
 
 use agwire_core::{Decoded, Event};
 use prost::Message as _;
 
 pub use crate::negotiate::PROTO_CONTENT_TYPE;
-pub use encode::to_proto;
 
 use crate::Error;
 
@@ -55,7 +52,7 @@ pub const DEFAULT_MAX_FRAME_SIZE: usize = 10 * 1024 * 1024;
 
 /// The serialized `ag_ui.Event` of one event (no length prefix).
 ///
-/// The same bytes as `to_proto(event)?.encode_to_vec()`, written straight
+/// The same bytes as prost would write for the generated `Event` tree of `event`, written straight
 /// from the event without copying it into prost's message tree.
 pub fn encode_event(event: &Event) -> Result<Vec<u8>, Error> {
     let message = direct::Known::new(event)?;
@@ -333,7 +330,8 @@ mod tests {
 
     #[test]
     fn base_type_must_match_the_arm() {
-        let mut message = to_proto(&ev(r#"{"type":"STEP_STARTED","stepName":"a"}"#)).unwrap();
+        let bytes = encode_event(&ev(r#"{"type":"STEP_STARTED","stepName":"a"}"#)).unwrap();
+        let mut message = generated::Event::decode(bytes.as_slice()).unwrap();
         if let Some(generated::event::Event::StepStarted(s)) = &mut message.event {
             s.base_event.as_mut().unwrap().r#type = generated::EventType::StepFinished as i32;
         }
@@ -360,10 +358,11 @@ mod tests {
             assert_eq!(direct, routed, "{json}");
         }
         // a legacy null rawEvent, and an unsafe timestamp, through both routes
-        let mut message = to_proto(&ev(
+        let bytes = encode_event(&ev(
             r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}"#,
         ))
         .unwrap();
+        let mut message = generated::Event::decode(bytes.as_slice()).unwrap();
         if let Some(generated::event::Event::TextMessageContent(e)) = &mut message.event {
             e.base_event.as_mut().unwrap().raw_event =
                 Some(json::JsonValue(Some(serde_json::Value::Null)));

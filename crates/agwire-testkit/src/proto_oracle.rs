@@ -1,7 +1,15 @@
-//! `agwire_core::Event` → protobuf, with the official mapping rules: flattened
-//! outcomes, array content as `content_parts`, activity content as
-//! `activity_content`, patch ops as an enum (their extra members are lost on
-//! this wire), usage as a repeated field.
+//! The protobuf oracle: `agwire_core::Event` → the generated message tree,
+//! with the official mapping rules (flattened outcomes, array content as
+//! `content_parts`, activity content as `activity_content`, patch ops as an
+//! enum — their extra members are lost on this wire —, usage as a repeated
+//! field), encoded by prost.
+//!
+//! agwire-codec writes the same mapping straight to bytes
+//! (`proto::encode_event`, no tree); this second, independent writing of it
+//! through prost's own encoder is what the codec's tests hold those bytes to
+//! (`tests/proto_direct.rs`), beside the official SDKs' encoders. It lives
+//! here, not in the library, because nothing but a test needs a second
+//! mapping.
 
 use agwire_core::{
     Content, ContentPart, Event, Interrupt, MediaPart, Message, PartSource, PatchOp,
@@ -9,10 +17,20 @@ use agwire_core::{
     TokenUsage, Tool, ToolCall,
 };
 
-use super::generated as pb;
-use super::json::JsonValue;
-use super::value::{to_struct, to_value};
-use crate::Error;
+use agwire_codec::Error;
+use agwire_codec::proto::generated as pb;
+use agwire_codec::proto::json::{JsonStruct, JsonValue};
+use serde_json::{Map, Value};
+
+/// A JSON value for a `google.protobuf.Value` field.
+fn to_value(json: &Value) -> JsonValue {
+    JsonValue(Some(json.clone()))
+}
+
+/// A JSON object for a `google.protobuf.Struct` field.
+fn to_struct(map: &Map<String, Value>) -> JsonStruct {
+    JsonStruct(map.clone())
+}
 
 fn base(event_type: pb::EventType, b: &agwire_core::BaseEvent) -> Option<pb::BaseEvent> {
     Some(pb::BaseEvent {
