@@ -20,7 +20,7 @@ use crate::config::ServeConfig;
 use crate::head::{self, HEAD_TOO_LARGE, Head, Refusal, RequestBody, URI_TOO_LONG};
 use crate::inbound::{self, Demand, Feed};
 use crate::transport::Transport;
-use crate::writer::{self, ResponseBody, Writer};
+use crate::writer::{self, End, ResponseBody, Writer};
 use crate::{BoxError, PeerAddr};
 
 /// First read buffer for a request head; it doubles up to the limit.
@@ -40,22 +40,6 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// Bytes of an unread request body dropped to keep the connection (see
 /// `Pump::drain_ready`).
 const DRAIN_MAX: usize = 64 * 1024;
-
-/// Why a connection ended early; logged at trace level only.
-#[derive(Debug)]
-pub(crate) enum End {
-    Io,
-    Refused,
-    TimedOut,
-    /// A write made no progress within the write timeout.
-    Stalled,
-    /// The response body failed, or ended short of its declared length.
-    BodyFailed,
-    /// The response body ran past its declared length.
-    Overlong,
-    /// The service answered with an error instead of a response.
-    ServiceFailed,
-}
 
 /// One connection until it closes, the client leaves, or `draining` fires
 /// between requests.

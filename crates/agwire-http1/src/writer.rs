@@ -14,8 +14,24 @@ use http::header::{self, HeaderValue};
 use http::{Method, StatusCode, Version};
 use tokio::io::{AsyncWrite, AsyncWriteExt as _};
 
-use crate::conn::End;
 use crate::head::connection_has;
+
+/// Why a connection ended early (most causes are the writer's); logged at
+/// trace level only.
+#[derive(Debug)]
+pub(crate) enum End {
+    Io,
+    Refused,
+    TimedOut,
+    /// A write made no progress within the write timeout.
+    Stalled,
+    /// The response body failed, or ended short of its declared length.
+    BodyFailed,
+    /// The response body ran past its declared length.
+    Overlong,
+    /// The service answered with an error instead of a response.
+    ServiceFailed,
+}
 
 /// A response data frame up to this size is copied next to its framing
 /// (one slice); a larger one is written from where it is.
