@@ -16,9 +16,12 @@ cd "$(dirname "$0")/.."
 SECS=${1:-10}
 CONNS=${2:-16}
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
+# Built as the test command builds (scripts/build-env.sh), reusing its work.
+source scripts/build-env.sh
+OUT=./target/$CARGO_BUILD_TARGET/release
 # AGWIRE_BIN: another agwire binary to measure (an older build, to compare
 # in the same run); default: this tree's release build.
-BIN=${AGWIRE_BIN:-./target/release/agwire}
+BIN=${AGWIRE_BIN:-$OUT/agwire}
 cargo build --release -q -p agwire -p agwire-bench --bin agwire --bin service_reconnect
 DATA=$(mktemp -d)
 trap 'kill $PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
@@ -55,7 +58,7 @@ e2e_rps=$(echo "$e2e" | awk '/Requests\/sec/ {print $2}')
 e2e_p50=$(echo "$e2e" | awk '$1 == "50%" {print $2}')
 e2e_p99=$(echo "$e2e" | awk '$1 == "99%" {print $2}')
 appended=$(awk -v a="$after" -v b="$before" -v s="$start" -v e="$end" 'BEGIN {printf "%.0f", (a - b) / (e - s)}')
-reconnect=$(./target/release/service_reconnect "$ADDR" 2000)
+reconnect=$("$OUT/service_reconnect" "$ADDR" 2000)
 printf '%s serve (SQLite WAL, router+worker pipeline on the scripted model, wrk -t1 -c%s -d%ss)\n' "$BIN" "$CONNS" "$SECS"
 printf '  accepted runs/s (POST -> 202, runs executing):  %s\n' "$accepted"
 printf '  end-to-end runs/s (POST -> whole SSE stream):   %s  (latency p50 %s, p99 %s)\n' "$e2e_rps" "$e2e_p50" "$e2e_p99"
