@@ -10,20 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agwire_http1::ServeConfig;
+use agwire_testkit::raw_http::{DropFlag, comes_true, exchange, read_to_end, read_until, statuses};
 use axum::body::Bytes;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-
-/// Sets a flag when dropped: the response body it lives in is gone.
-struct DropFlag(Arc<AtomicBool>);
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
 
 fn app(dropped: &Arc<AtomicBool>) -> axum::Router {
     let flag = dropped.clone();
@@ -122,63 +115,6 @@ async fn start(config: ServeConfig) -> (SocketAddr, Arc<AtomicBool>) {
         std::future::pending(),
     ));
     (addr, dropped)
-}
-
-/// Sends `request`, then reads until the server closes (bounded).
-async fn exchange(addr: SocketAddr, request: &[u8]) -> String {
-    let mut socket = TcpStream::connect(addr).await.unwrap();
-    socket.write_all(request).await.unwrap();
-    read_to_end(&mut socket).await
-}
-
-async fn read_to_end(socket: &mut TcpStream) -> String {
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        match tokio::time::timeout(Duration::from_secs(20), socket.read(&mut buf))
-            .await
-            .expect("the server closed in time")
-        {
-            Ok(0) | Err(_) => break,
-            Ok(n) => seen.extend_from_slice(&buf[..n]),
-        }
-    }
-    String::from_utf8_lossy(&seen).into_owned()
-}
-
-/// Reads until `needle` has arrived (or the peer closed).
-async fn read_until(socket: &mut TcpStream, needle: &str) -> String {
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains(needle) {
-        let n = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buf))
-            .await
-            .expect("answer in time")
-            .unwrap();
-        if n == 0 {
-            break;
-        }
-        seen.extend_from_slice(&buf[..n]);
-    }
-    String::from_utf8_lossy(&seen).into_owned()
-}
-
-/// Whether `flag` is set within ten seconds (polled).
-async fn comes_true(flag: &AtomicBool) -> bool {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tokio::time::Instant::now() < deadline {
-        if flag.load(Ordering::SeqCst) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
-}
-
-fn statuses(text: &str) -> Vec<&str> {
-    text.match_indices("HTTP/1.1 ")
-        .filter_map(|(i, _)| text.get(i + 9..i + 12))
-        .collect()
 }
 
 /// A chunked request whose body is framed by `body`, followed by a second

@@ -12,18 +12,11 @@ use std::time::Duration;
 use agwire_codec::negotiate::WireFormat;
 use agwire_server::core::{BaseEvent, Event, StepStartedEvent};
 use agwire_server::{EventStream, ServeConfig};
+use agwire_testkit::raw_http::{DropFlag, comes_true, read_to_end, read_until};
 use axum::body::Bytes;
 use axum::routing::{get, post};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Sets a flag when dropped: the response body it lives in is gone.
-struct DropFlag(Arc<AtomicBool>);
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
 
 async fn start(config: ServeConfig) -> (SocketAddr, Arc<AtomicBool>) {
     let dropped = Arc::new(AtomicBool::new(false));
@@ -85,44 +78,6 @@ async fn start(config: ServeConfig) -> (SocketAddr, Arc<AtomicBool>) {
         std::future::pending(),
     ));
     (addr, dropped)
-}
-
-/// Reads until `needle` has arrived (or the peer closed); returns all of it.
-async fn read_until(socket: &mut TcpStream, needle: &str) -> String {
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains(needle) {
-        let n = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buf))
-            .await
-            .expect("answer in time")
-            .unwrap();
-        if n == 0 {
-            break;
-        }
-        seen.extend_from_slice(&buf[..n]);
-    }
-    String::from_utf8_lossy(&seen).into_owned()
-}
-
-/// Whether `flag` is set within ten seconds (what is waited for takes
-/// milliseconds; the bound only ends a test that fails).
-async fn comes_true(flag: &AtomicBool) -> bool {
-    for _ in 0..1000 {
-        if flag.load(Ordering::SeqCst) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
-}
-
-async fn read_to_end(socket: &mut TcpStream) -> String {
-    let mut seen = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut seen))
-        .await
-        .expect("closed in time")
-        .unwrap();
-    String::from_utf8_lossy(&seen).into_owned()
 }
 
 #[tokio::test]

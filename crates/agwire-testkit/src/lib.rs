@@ -27,5 +27,7 @@ pub mod peers;
 pub mod pg;
 #[cfg(feature = "proto-oracle")]
 pub mod proto_oracle;
+#[cfg(feature = "raw-http")]
+pub mod raw_http;
 #[cfg(feature = "streamgen")]
 pub mod streamgen;
