@@ -4,7 +4,7 @@
 //! [`crate::store::AttachmentStore`]). A URL becomes a reference when a run
 //! is accepted ([`Attachments::to_references`]), a reference becomes a fresh
 //! URL when history is read ([`Attachments::sign`]), and a `data:` URL when
-//! the model reads the conversation ([`inline_images`]).
+//! the model reads the conversation (`inline_images`).
 //!
 //! A URL is `{base}/api/v1/agent/attachments/{id}?exp={unix seconds}&sig={hex}`
 //! where `sig` is HMAC-SHA256 over the id, the owner and the expiry with the
