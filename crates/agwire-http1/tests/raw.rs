@@ -1,5 +1,5 @@
 //! The connection over real TCP, byte by byte, against each way a lenient
-//! HTTP/1.1 server has been found to go wrong (issue 23's table): each test
+//! HTTP/1.1 server has been found to go wrong: each test
 //! sends what an attacker would and checks what a strict server (RFC 9112,
 //! hyper) answers — and, where it matters, that nothing hidden behind the
 //! bad bytes is answered.

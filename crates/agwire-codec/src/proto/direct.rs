@@ -1,12 +1,13 @@
 //! `agwire_core::Event` → protobuf bytes, written straight from our types.
 //!
-//! The same mapping as [`to_proto`](super::to_proto) (flattened outcomes,
-//! array content as `content_parts`, activity content as `activity_content`,
-//! patch ops as an enum, usage as a repeated field), without building prost's
-//! tree: nothing is copied, and nested lengths are measured once
-//! ([`super::writer`]). Fields are written in field-number order, as prost
-//! writes them, so the bytes are the same; `tests/proto_direct.rs` holds the
-//! two paths to that.
+//! The official mapping (flattened outcomes, array content as
+//! `content_parts`, activity content as `activity_content`, patch ops as an
+//! enum, usage as a repeated field), without building prost's tree: nothing
+//! is copied, and nested lengths are measured once ([`super::writer`]).
+//! Fields are written in field-number order, as prost writes them, so the
+//! bytes are prost's; `tests/proto_direct.rs` holds them to the test kit's
+//! independent mapping through prost (`agwire_testkit::proto_oracle`), and
+//! `tests/proto_interop.rs` to the official SDKs' encoders.
 
 use agwire_core::{
     BaseEvent, Content, ContentPart, EncryptedValueSubtype, Event, Interrupt, MediaPart, Message,

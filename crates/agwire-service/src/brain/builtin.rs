@@ -1,5 +1,5 @@
-//! The built-in deterministic agent used until the LLM runtime arrives: the
-//! fixed two stages (`router`, then `worker`), a streamed reply, and one
+//! The built-in deterministic agent (no model: embedders and tests that need
+//! a run without an LLM): the fixed two stages (`router`, then `worker`), a streamed reply, and one
 //! backend tool call (`get_current_time`) when the message asks for the time.
 
 use agwire_core::{Message, RunAgentInput};
