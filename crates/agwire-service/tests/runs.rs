@@ -572,3 +572,84 @@ async fn a_client_that_drops_its_post_never_strands_a_committed_run() {
         posted.len()
     );
 }
+
+/// The frames of an SSE body: (id, data).
+fn frames(body: &str) -> Vec<(String, String)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let id = block.lines().find_map(|l| l.strip_prefix("id: "))?;
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+            Some((id.to_owned(), data.to_owned()))
+        })
+        .collect()
+}
+
+async fn post_agui(
+    addr: std::net::SocketAddr,
+    body: &Value,
+    last_event_id: Option<&str>,
+) -> (u16, Option<String>, String) {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://{addr}/api/v1/agui"))
+        .header("accept", "text/event-stream")
+        .json(body);
+    if let Some(id) = last_event_id {
+        request = request.header("last-event-id", id);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let location = response
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, location, response.text().await.unwrap())
+}
+
+/// What `agwire check`'s resume scenario found missing: a standard client
+/// that reconnects by posting its request again with `Last-Event-ID` gets
+/// exactly the rest, and the stream names its events URL in `Location`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agui_endpoint_resumes_a_reposted_request_after_last_event_id() {
+    let server = start(&Config::default(), BuiltinAgent::default(), Auth::none()).await;
+    let addr = server.addr;
+    let run_id = format!("resume {}", uuid::Uuid::new_v4());
+    let input = json!({
+        "threadId": format!("t-{}", uuid::Uuid::new_v4()), "runId": run_id,
+        "messages": [{"id": "u1", "role": "user", "content": "hello there"}],
+        "tools": [], "context": [], "state": {}, "forwardedProps": {}
+    });
+    let (status, location, body) = post_agui(addr, &input, None).await;
+    assert_eq!(status, 200);
+    let encoded = run_id.replace(' ', "%20");
+    assert_eq!(
+        location.as_deref(),
+        Some(&*format!("/api/v1/agent/runs/{encoded}/events"))
+    );
+    let all = frames(&body);
+    assert!(all.len() > 4, "{body}");
+    let (status, _, rest) = post_agui(addr, &input, Some("3")).await;
+    assert_eq!(status, 200);
+    assert_eq!(frames(&rest), all[3..], "exactly the events after #3");
+    // At the Location, the same.
+    let at_location = reqwest::Client::new()
+        .get(format!("http://{addr}{}", location.unwrap()))
+        .header("last-event-id", "3")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(frames(&at_location), all[3..]);
+    // A reconnect that is not a number is refused, like at the events URL.
+    let (status, _, detail) = post_agui(addr, &input, Some("three")).await;
+    assert_eq!(status, 400, "{detail}");
+    assert!(detail.contains("Last-Event-ID / after must be an event sequence number"));
+    // A new run streams from its start whatever Last-Event-ID says: nothing
+    // of it was delivered yet.
+    let mut fresh = input.clone();
+    fresh["runId"] = json!(format!("fresh-{}", uuid::Uuid::new_v4()));
+    let (status, _, body) = post_agui(addr, &fresh, Some("3")).await;
+    assert_eq!(status, 200);
+    assert_eq!(frames(&body)[0].0, "1");
+}

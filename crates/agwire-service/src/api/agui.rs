@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use super::doc::STREAM;
 use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
 use super::error::Detail;
-use super::stream::stream;
+use super::stream::accepted_stream;
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User};
 use crate::config::BusyThread;
 use crate::run::{Admission, RunRequest};
@@ -92,7 +92,7 @@ impl From<IntakeError> for ApiError {
     path = "/api/v1/agui",
     operation_id = "agui",
     summary = "Standard AG-UI endpoint (HttpAgent, CopilotKit)",
-    description = "Any valid RunAgentInput carrying the whole conversation (camelCase or snake_case); ids are opaque strings of 1 to 128 characters; at most 2000 messages; body up to `runs.agui_max_payload_bytes` (1 MiB). Request messages whose id the thread does not hold yet are appended to it; the run is an ordinary run (same log, resumable with GET /api/v1/agent/runs/{runId}/events, same history). Wildcard `Accept` gets SSE.",
+    description = "Any valid RunAgentInput carrying the whole conversation (camelCase or snake_case); ids are opaque strings of 1 to 128 characters; at most 2000 messages; body up to `runs.agui_max_payload_bytes` (1 MiB). Request messages whose id the thread does not hold yet are appended to it; the run is an ordinary run (same log, same history). The stream's `Location` is the run's events URL (GET it with `Last-Event-ID` to resume); re-posting the same request with `Last-Event-ID` resumes too, with exactly the events after that one. Wildcard `Accept` gets SSE.",
     request_body(content = RunAgentInputBody, content_type = "application/json"),
     responses(
         (status = 200, description = STREAM,
@@ -110,6 +110,7 @@ pub(super) async fn post_agui(
     User(user): User,
     request: Request,
 ) -> ApiResult {
+    let headers = request.headers().clone();
     let (body, format) = intake(&service).json(request).await?;
     let input: RunAgentInput = serde_json::from_value(body)
         .map_err(|error| ApiError::unprocessable(format!("invalid RunAgentInput: {error}")))?;
@@ -125,5 +126,5 @@ pub(super) async fn post_agui(
         },
     };
     let accepted = service.engine.accept(request).await?;
-    Ok(stream(&service, accepted.task_id, 0, format))
+    accepted_stream(&service, accepted, &headers, format)
 }

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use super::doc::STREAM;
 use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
 use super::error::Detail;
-use super::stream::stream;
+use super::stream::{accepted_stream, events_location, resume_after, stream};
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User, now_ms};
 
 use crate::config::BusyThread;
@@ -22,27 +22,6 @@ use crate::run::{Admission, RunRequest, RunStatus};
 use crate::service::Service;
 use crate::store::RunRecord;
 use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
-
-/// What a path segment must escape: everything but RFC 3986's unreserved
-/// characters and the sub-delimiters a segment may hold as they are.
-const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~')
-    .remove(b'!')
-    .remove(b'$')
-    .remove(b'&')
-    .remove(b'\'')
-    .remove(b'(')
-    .remove(b')')
-    .remove(b'*')
-    .remove(b'+')
-    .remove(b',')
-    .remove(b';')
-    .remove(b'=')
-    .remove(b':')
-    .remove(b'@');
 
 /// Which format to stream in, if the request asks for a stream explicitly.
 fn asked_stream(headers: &HeaderMap) -> Option<WireFormat> {
@@ -192,12 +171,9 @@ pub(super) async fn post_run(
     };
     let accepted = service.engine.accept(request).await?;
     if let Some(format) = asked_stream(&headers) {
-        return Ok(stream(&service, accepted.task_id, 0, format));
+        return accepted_stream(&service, accepted, &headers, format);
     }
-    let location = format!(
-        "/api/v1/agent/runs/{}/events",
-        percent_encoding::utf8_percent_encode(&accepted.run_id, PATH_SEGMENT)
-    );
+    let location = events_location(&accepted.run_id);
     let mut response = (
         StatusCode::ACCEPTED,
         axum::Json(TaskAccepted {
@@ -270,22 +246,7 @@ pub(super) async fn get_events(
     headers: HeaderMap,
 ) -> ApiResult {
     let run = owned_run(&service, &user, &run_id).await?;
-    let resume = match headers.get("last-event-id").map(|v| v.to_str()) {
-        Some(Ok(id)) => Some(id.to_owned()),
-        // Bytes that are not text are not a sequence number either.
-        Some(Err(_)) => Some(String::from("\u{fffd}")),
-        None => query.get("after").cloned(),
-    };
-    let after = match resume.as_deref().map(str::parse::<u64>) {
-        None => 0,
-        Some(Ok(after)) => after,
-        Some(Err(_)) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "Last-Event-ID / after must be an event sequence number",
-            ));
-        }
-    };
+    let after = resume_after(&headers, query.get("after").map(String::as_str))?;
     let format = Negotiator::new()
         .prefer_sse_for_wildcards(true)
         .choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));

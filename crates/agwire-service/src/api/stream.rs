@@ -12,11 +12,84 @@ use std::task::{Context, Poll};
 use agwire_codec::negotiate::WireFormat;
 use agwire_core::Event;
 use agwire_server::EventStream;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures_core::Stream;
 
+use super::{ApiError, ApiResult};
 use crate::metrics::{Metrics, StreamGuard};
 use crate::service::Service;
+use crate::store::Accepted;
+
+/// What a path segment must escape: everything but RFC 3986's unreserved
+/// characters and the sub-delimiters a segment may hold as they are.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b':')
+    .remove(b'@');
+
+/// Where a run's log is read, and resumed: its events URL.
+pub(crate) fn events_location(run_id: &str) -> String {
+    format!(
+        "/api/v1/agent/runs/{}/events",
+        percent_encoding::utf8_percent_encode(run_id, PATH_SEGMENT)
+    )
+}
+
+/// The event number a reader resumes after: `Last-Event-ID`, else the
+/// `after` query value, else 0 (the whole log).
+pub(crate) fn resume_after(headers: &HeaderMap, after: Option<&str>) -> ApiResult<u64> {
+    let resume = match headers.get("last-event-id").map(|v| v.to_str()) {
+        Some(Ok(id)) => Some(id),
+        // Bytes that are not text are not a sequence number either.
+        Some(Err(_)) => Some("\u{fffd}"),
+        None => after,
+    };
+    match resume.map(str::parse::<u64>) {
+        None => Ok(0),
+        Some(Ok(after)) => Ok(after),
+        Some(Err(_)) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "Last-Event-ID / after must be an event sequence number",
+        )),
+    }
+}
+
+/// The stream answering a POST that accepted a run, with `Location` naming
+/// where it is resumed. A re-post of the same request is a reconnect: with
+/// `Last-Event-ID` it gets only the events after that one (exactly the rest,
+/// as at the `Location`); a new run streams from its start.
+pub(crate) fn accepted_stream(
+    service: &Service,
+    accepted: Accepted,
+    headers: &HeaderMap,
+    format: WireFormat,
+) -> ApiResult {
+    let after = if accepted.replayed {
+        resume_after(headers, None)?
+    } else {
+        0
+    };
+    let mut response = stream(service, accepted.task_id, after, format);
+    if let Ok(value) = HeaderValue::from_str(&events_location(&accepted.run_id)) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
+}
 
 /// The run's events after `after`, then live ones, until its terminal event.
 pub(crate) fn stream(
