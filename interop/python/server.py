@@ -193,6 +193,9 @@ def main():
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
+    # Listening before "listening" is printed: a client that connects at
+    # once is queued instead of refused while uvicorn starts.
+    sock.listen(4096)
     print(f"listening {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(app, log_level="warning", backlog=4096)
     uvicorn.Server(config).run(sockets=[sock])

@@ -5,7 +5,7 @@
 //! same servers, and neither says a word of warning.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // helpers outside #[test] fns
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 use agwire_client::core::RunAgentInput;
@@ -52,25 +52,6 @@ async fn start(program: &Path, args: &[&str], dir: &Path) -> Server {
     Server { child, port }
 }
 
-fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("AGWIRE_PYTHON").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop/python/.venv/bin/python"),
-        PathBuf::from,
-    );
-    if path.is_file() {
-        return Some(path);
-    }
-    let why = format!(
-        "the Python peer is missing at {} (run interop/python/setup-venv.sh)",
-        path.display()
-    );
-    if std::env::var("AGWIRE_REQUIRE_INTEROP").as_deref() == Ok("1") {
-        panic!("{why}");
-    }
-    eprintln!("\n!!!!! {why} — the Python interop test is SKIPPED, not passed. !!!!!\n");
-    None
-}
-
 async fn http_agent(interop: &Path, spec: &Value) -> Value {
     http_agent_peer::run(interop, spec).await
 }
@@ -88,7 +69,9 @@ async fn folds_like_the_official_client_from_the_reference_servers() {
     let Some(interop) = peers::interop_dir() else {
         return;
     };
-    let Some(python) = python() else { return };
+    let Some(python) = peers::python() else {
+        return;
+    };
     let py = start(&python, &["python/server.py", "--port", "0"], &interop).await;
     let node = start(
         Path::new("node"),

@@ -66,6 +66,48 @@ pub fn interop_dir() -> Option<PathBuf> {
     None
 }
 
+/// The python of the pinned Python peer's venv (`AGWIRE_PYTHON`, default
+/// `interop/python/.venv`). `None` — announced loudly — when it is missing,
+/// unless `AGWIRE_REQUIRE_INTEROP=1`, which makes it a failure.
+pub fn python() -> Option<PathBuf> {
+    venv_python(
+        "AGWIRE_PYTHON",
+        "interop/python/.venv",
+        "the Python peer (run interop/python/setup-venv.sh)",
+    )
+}
+
+/// The python of the LangGraph peer's venv (`AGWIRE_LANGGRAPH_PYTHON`,
+/// default `interop/langgraph/.venv`), as [`python`] finds its own.
+pub fn langgraph_python() -> Option<PathBuf> {
+    venv_python(
+        "AGWIRE_LANGGRAPH_PYTHON",
+        "interop/langgraph/.venv",
+        "the LangGraph peer (run interop/langgraph/setup-venv.sh)",
+    )
+}
+
+fn venv_python(variable: &str, default: &str, what: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(variable).map_or_else(
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../..")
+                .join(default)
+                .join("bin/python")
+        },
+        PathBuf::from,
+    );
+    if path.is_file() {
+        return Some(path);
+    }
+    let why = format!("{what} is missing at {}", path.display());
+    if std::env::var("AGWIRE_REQUIRE_INTEROP").as_deref() == Ok("1") {
+        panic!("{why}");
+    }
+    eprintln!("\n!!!!! {why} — its tests are SKIPPED, not passed. !!!!!\n");
+    None
+}
+
 /// Runs a peer `command` (node, python) that reads `input` on stdin and
 /// answers one JSON value per line on stdout; panics with its stderr when it
 /// fails. Returns the answers and what it wrote to stderr.
