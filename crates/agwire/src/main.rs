@@ -3,12 +3,14 @@
 //! - `agwire serve`: the agent-run service (the API, the web app at `/`) on
 //!   embedded SQLite, or on PostgreSQL shared by several replicas.
 //! - `agwire run <URL>`: stream a run of any AG-UI endpoint in the terminal.
+//! - `agwire check <URL>`: judge any AG-UI endpoint by the official rules.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod check;
 mod render;
 mod run;
 mod serve;
@@ -62,6 +64,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run an AG-UI agent and stream its events in the terminal.
     Run(run::RunArgs),
+    /// Judge an AG-UI endpoint by the official rules: scenarios for every
+    /// rule family, a table (or --json, --junit FILE), exit 1 on a violation.
+    Check(check::CheckArgs),
 }
 
 #[tokio::main]
@@ -77,6 +82,18 @@ async fn main() -> ExitCode {
                 Err(error) => {
                     let _ = out.flush();
                     let _ = writeln!(std::io::stderr(), "agwire: {error}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Check(args) => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            match check::check(args, &mut out).await {
+                Ok(code) => code,
+                Err(error) => {
+                    let _ = out.flush();
+                    let _ = writeln!(std::io::stderr(), "agwire check: {error}");
                     ExitCode::from(2)
                 }
             }

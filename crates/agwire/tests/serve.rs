@@ -720,3 +720,47 @@ async fn logs_one_line_per_request_and_per_run_plain_or_json() {
         }
     }
 }
+
+/// `agwire check` (the binary, as a user runs it) against `agwire serve`'s
+/// standard endpoint: every scenario the built-in agent takes part in passes
+/// — the aborted run keeps its thread until it ends (runs outlive their
+/// connection, to be resumed), so the next run waits for it, and resumption
+/// goes to the stream's `Location`. The table is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agwire_check_passes_the_standard_endpoint() {
+    let dir = data_dir("check");
+    // Slow enough that the cancel scenario aborts mid-stream.
+    let server = serve(&dir, &[], &[("AGWIRE_BUILTIN_TOKEN_DELAY_MS", "20")]);
+    let junit = dir.join("check.xml");
+    let output = output_within(
+        Command::new(env!("CARGO_BIN_EXE_agwire"))
+            .args(["check", &format!("{}/api/v1/agui", server.base)])
+            .args(["--timeout", "20", "--junit"])
+            .arg(&junit),
+        Duration::from_secs(120),
+    );
+    let table = String::from_utf8_lossy(&output.stdout);
+    println!("{table}");
+    assert!(
+        output.status.success(),
+        "{table}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for scenario in [
+        "text",
+        "history",
+        "frontend-tools",
+        "cancel",
+        "bad-input",
+        "negotiation",
+        "resume",
+    ] {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("{scenario} ")))
+            .unwrap_or_else(|| panic!("{scenario} missing:\n{table}"));
+        assert!(line.contains(" pass "), "{line}");
+    }
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("failures=\"0\""), "{xml}");
+}
