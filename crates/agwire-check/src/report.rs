@@ -193,7 +193,7 @@ impl Report {
         let warnings = self.findings.len() - violations;
         let head = if self.passed() { "PASS" } else { "FAIL" };
         format!(
-            "{head}: {} rule families pass, {} fail, {} not exercised; {violations} violation{}, {warnings} warning{} ({} scenarios, {:.1} s)",
+            "{head}: {} rule families pass, {} fail, {} not exercised; {violations} violation{}, {warnings} warning{} ({} scenarios, {:.2} s)",
             count(Verdict::Pass),
             count(Verdict::Fail),
             count(Verdict::NotExercised),
@@ -260,7 +260,17 @@ impl Report {
                 .unwrap_or("not declared"),
         );
         if let Some(ms) = self.median_first_event_ms {
-            let _ = writeln!(out, "timing: median first event {ms:.0} ms");
+            let rates: Vec<f64> = self
+                .scenarios
+                .iter()
+                .flat_map(|s| &s.exchanges)
+                .filter_map(|e| e.events_per_second)
+                .collect();
+            let fastest = rates.iter().copied().fold(0.0, f64::max);
+            let _ = writeln!(
+                out,
+                "timing: median first event {ms:.0} ms; fastest stream {fastest:.0} events/s"
+            );
         }
         let violations: Vec<&Finding> = self.violations().collect();
         if !violations.is_empty() {
@@ -269,15 +279,38 @@ impl Report {
                 write_finding(&mut out, "✘", f);
             }
         }
-        let warnings: Vec<&Finding> = self
+        // The same warning from every request is one line, with where.
+        let mut warnings: Vec<(&Finding, Vec<String>)> = Vec::new();
+        for f in self
             .findings
             .iter()
             .filter(|f| f.severity == Severity::Warning)
-            .collect();
+        {
+            let place = format!("{} ({})", f.scenario, f.exchange);
+            match warnings
+                .iter_mut()
+                .find(|(w, _)| w.family == f.family && w.message == f.message)
+            {
+                Some((_, places)) => places.push(place),
+                None => warnings.push((f, vec![place])),
+            }
+        }
         if !warnings.is_empty() {
             let _ = writeln!(out, "\nwarnings:");
-            for f in warnings {
-                write_finding(&mut out, "!", f);
+            for (f, places) in warnings {
+                if places.len() == 1 {
+                    write_finding(&mut out, "!", f);
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "  ! [{}] {}\n      rule: {}\n      in {} answers: {}",
+                        f.family.name(),
+                        f.message,
+                        f.rule,
+                        places.len(),
+                        places.join(", ")
+                    );
+                }
             }
         }
         let _ = writeln!(out, "\n{}", self.summary());
