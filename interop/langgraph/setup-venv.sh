@@ -1,15 +1,7 @@
 #!/usr/bin/env bash
-# Creates (or refreshes, when requirements.txt changed) the venv holding the
-# pinned Python peer (ag-ui-langgraph + LangGraph + FastAPI + uvicorn), and prints the path
-# of its python. Used by scripts/test.
+# Creates (or refreshes, when requirements.txt changed) the venv of the
+# LangGraph peer (ag-ui-langgraph + LangGraph + FastAPI + uvicorn) and prints
+# the path of its python: python/setup-venv.sh, for this directory.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-venv="$here/.venv"
-stamp="$venv/.requirements.sha256"
-want="$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)"
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt" >&2
-  echo "$want" > "$stamp"
-fi
-echo "$venv/bin/python"
+exec "$here/../python/setup-venv.sh" "$here"

@@ -3,7 +3,9 @@
 # pinned Python peer (ag-ui-protocol + FastAPI + uvicorn), and prints the path
 # of its python. Used by scripts/test and bench/http.sh.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
+# With a directory argument it does the same for that directory's
+# requirements.txt (interop/langgraph uses it so).
+here="$(cd "${1:-$(dirname "$0")}" && pwd)"
 venv="$here/.venv"
 stamp="$venv/.requirements.sha256"
 want="$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)"
