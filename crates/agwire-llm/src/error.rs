@@ -27,6 +27,17 @@ pub enum Error {
     /// The local model could not load or generate.
     #[error("the local model failed: {0}")]
     Local(String),
+    /// The local model's queue is full: the call was refused at once
+    /// rather than left waiting without bound.
+    #[error(
+        "the local model is busy: {waiting} calls are already waiting for it (its queue holds {limit})"
+    )]
+    Busy {
+        /// Calls waiting when this one came.
+        waiting: usize,
+        /// The queue's limit (`LocalConfig::queue`).
+        limit: usize,
+    },
     /// A scripted model ran out of replies (a test asked more than it set up).
     #[error("the scripted model has no reply left")]
     Exhausted,

@@ -70,14 +70,18 @@ pub struct LlmConfig {
     /// `hf:OWNER/REPO/FILE.gguf`, downloaded once into
     /// `data_dir/models`.
     pub local_model: Option<String>,
-    /// Runs that generate at once on the local model (each holds its own
-    /// context); the others wait in order.
+    /// Model calls that generate at once on the local model, batched into
+    /// one forward pass per token (a router call may run beside them); the
+    /// others wait in order.
     pub local_parallel: usize,
-    /// CPU threads per generating run (default: every core divided by
-    /// `local_parallel`).
+    /// CPU threads of the local model (default: every core).
     pub local_threads: Option<usize>,
-    /// Tokens of context per run (prompt and answer).
+    /// Tokens of context per model call (prompt and answer); the KV cache
+    /// holds `local_parallel + 1` of them (one for router calls).
     pub local_context: u32,
+    /// Model calls that may wait for the local model; past this, a run
+    /// fails at once with `RUN_ERROR` code `model_busy`.
+    pub local_queue: usize,
     /// The hub `hf:` names are fetched from (default
     /// `https://huggingface.co`; `AGWIRE_HF_ENDPOINT`).
     pub hub_endpoint: Option<String>,
@@ -92,9 +96,10 @@ impl Default for LlmConfig {
             router_model: None,
             max_retries: 3,
             local_model: None,
-            local_parallel: 1,
+            local_parallel: 4,
             local_threads: None,
             local_context: 4096,
+            local_queue: 64,
             hub_endpoint: None,
         }
     }
@@ -349,9 +354,13 @@ impl Config {
                 "llm.local_model and llm.base_url are both set: runs use one model source".into(),
             ));
         }
-        if self.llm.local_parallel == 0 || self.llm.local_threads == Some(0) {
+        if self.llm.local_parallel == 0
+            || self.llm.local_threads == Some(0)
+            || self.llm.local_queue == 0
+        {
             return Err(Error::Config(
-                "llm.local_parallel and llm.local_threads must be at least 1".into(),
+                "llm.local_parallel, llm.local_threads and llm.local_queue must be at least 1"
+                    .into(),
             ));
         }
         if let Some(url) = &self.store.url

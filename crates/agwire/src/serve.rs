@@ -88,12 +88,16 @@ pub(crate) struct ServeArgs {
         value_name = "PATH.gguf"
     )]
     local_model: Option<String>,
-    /// Runs generating at once on the local model [default: 1].
+    /// Model calls generating at once on the local model, batched
+    /// [default: 4].
     #[arg(long = "model-parallel", env = "AGWIRE_LLM_LOCAL_PARALLEL")]
     local_parallel: Option<usize>,
-    /// CPU threads per generating run [default: cores / parallel].
+    /// CPU threads of the local model [default: every core].
     #[arg(long = "model-threads", env = "AGWIRE_LLM_LOCAL_THREADS")]
     local_threads: Option<usize>,
+    /// Model calls that may wait for the local model [default: 64].
+    #[arg(long = "model-queue", env = "AGWIRE_LLM_LOCAL_QUEUE")]
+    local_queue: Option<usize>,
 }
 
 impl ServeArgs {
@@ -159,6 +163,9 @@ impl ServeArgs {
         }
         if let Some(parallel) = self.local_parallel {
             config.llm.local_parallel = parallel;
+        }
+        if let Some(queue) = self.local_queue {
+            config.llm.local_queue = queue;
         }
         if let Some(threads) = self.local_threads {
             config.llm.local_threads = Some(threads);
@@ -324,11 +331,12 @@ async fn local_model(config: &Config, spec: &str) -> Result<LocalModel, String> 
     };
     let mut local = LocalConfig::new(path);
     local.parallel = config.llm.local_parallel;
-    local.threads = config
-        .llm
-        .local_threads
-        .unwrap_or_else(|| (local.threads / local.parallel.max(1)).max(1));
+    // One engine runs every call: it takes every core unless told.
+    if let Some(threads) = config.llm.local_threads {
+        local.threads = threads;
+    }
     local.context = config.llm.local_context;
+    local.queue = config.llm.local_queue;
     tokio::task::spawn_blocking(move || LocalModel::load(local))
         .await
         .map_err(|e| e.to_string())?

@@ -89,7 +89,13 @@ struct LlmRun {
 }
 
 fn failed(error: &agwire_llm::Error) -> AgentError {
-    AgentError::new(format!("the model failed: {error}")).with_code("llm_error")
+    match error {
+        // A limit, not a fault: the client may retry later.
+        agwire_llm::Error::Busy { .. } => {
+            AgentError::new(error.to_string()).with_code("model_busy")
+        }
+        _ => AgentError::new(format!("the model failed: {error}")).with_code("llm_error"),
+    }
 }
 
 impl Agent for LlmRun {

@@ -6,6 +6,8 @@
 //! stops generation, and runs share the model.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod batching;
+
 use crate::common;
 
 use std::path::PathBuf;
@@ -23,7 +25,7 @@ use serde_json::Value;
 
 /// The test model, or `None` (loudly) when it is not there and not
 /// required.
-fn model_path() -> Option<PathBuf> {
+pub(super) fn model_path() -> Option<PathBuf> {
     match std::env::var("AGWIRE_TEST_MODEL") {
         Ok(path) if !path.is_empty() => Some(PathBuf::from(path)),
         _ => {
@@ -41,10 +43,10 @@ fn model_path() -> Option<PathBuf> {
 
 /// The tests of this file take turns: llama.cpp's OpenMP threads must not
 /// outnumber the cores (oversubscribed, they spin against each other).
-static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(super) static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// One model for the tests of this file: two runs generate at once, a
-/// core each.
+/// One model for the tests of this file: two calls generate at once,
+/// batched, on every core.
 fn shared() -> Option<Arc<LocalModel>> {
     static MODEL: OnceLock<Arc<LocalModel>> = OnceLock::new();
     let path = model_path()?;
@@ -53,14 +55,14 @@ fn shared() -> Option<Arc<LocalModel>> {
             .get_or_init(|| {
                 let mut config = LocalConfig::new(path);
                 config.parallel = 2;
-                config.threads = 1;
+                config.threads = 2;
                 Arc::new(LocalModel::load(config).unwrap())
             })
             .clone(),
     )
 }
 
-fn verified(log: &[(u64, Event)], input: &Value) {
+pub(super) fn verified(log: &[(u64, Event)], input: &Value) {
     let input: RunAgentInput = serde_json::from_value(input.clone()).unwrap();
     let mut pipeline = Pipeline::for_input(&input);
     for (_, event) in log {
@@ -68,7 +70,7 @@ fn verified(log: &[(u64, Event)], input: &Value) {
     }
 }
 
-fn finished(log: &[(u64, Event)]) -> bool {
+pub(super) fn finished(log: &[(u64, Event)]) -> bool {
     matches!(log.last(), Some((_, Event::RunFinished(_))))
 }
 
@@ -262,7 +264,7 @@ async fn a_conversation_over_http_with_two_runs_at_once() {
     // A model of its own: what it counts is this test's.
     let mut config = LocalConfig::new(path);
     config.parallel = 2;
-    config.threads = 1;
+    config.threads = 2;
     let local = Arc::new(LocalModel::load(config).unwrap());
     let model: Arc<dyn ChatModel> = local.clone();
     let server = start_brain(Arc::new(LlmBrain::new(model.clone(), model))).await;
@@ -288,7 +290,7 @@ async fn a_conversation_over_http_with_two_runs_at_once() {
         verified(log, input);
         assert!(finished(log), "{log:?}");
     }
-    // They ran at once: both slots generated at the same time.
+    // They ran at once: one forward pass advanced both.
     assert_eq!(local.stats().most_at_once, 2, "{:?}", local.stats());
     let said = said(&log_a);
     assert!(!said.trim().is_empty(), "{log_a:?}");
