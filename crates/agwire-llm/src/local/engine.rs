@@ -577,9 +577,13 @@ impl<'m> Engine<'m> {
                 cells: u32::try_from(self.context.kv_cache_seq_pos_max(s.id) + 1).unwrap_or(0),
             })
             .collect();
-        if let Ok(mut sequences) = self.shared.sequences.lock() {
-            *sequences = states;
-        }
+        self.shared.sequences.send_if_modified(|sequences| {
+            let changed = *sequences != states;
+            if changed {
+                *sequences = states;
+            }
+            changed
+        });
     }
 }
 

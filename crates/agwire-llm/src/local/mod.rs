@@ -127,13 +127,13 @@ struct Counters {
 }
 
 /// What the callers and the engine thread share.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     counters: Counters,
     /// Calls sent and not yet started.
     queued: AtomicUsize,
-    /// The sequences after the last step.
-    sequences: Mutex<Vec<SequenceState>>,
+    /// The sequences after the last step that changed them.
+    sequences: tokio::sync::watch::Sender<Vec<SequenceState>>,
 }
 
 /// One call, waiting or running.
@@ -197,7 +197,11 @@ impl LocalModel {
         config.threads = config.threads.max(1);
         config.context = config.context.clamp(256, model.n_ctx_train().max(256));
         let (jobs, queue) = mpsc::channel::<Job>();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            counters: Counters::default(),
+            queued: AtomicUsize::new(0),
+            sequences: tokio::sync::watch::Sender::new(Vec::new()),
+        });
         let (ready, made) = mpsc::channel::<Result<(), Error>>();
         let engine = {
             let model = model.clone();
@@ -255,11 +259,13 @@ impl LocalModel {
     /// The engine's sequences after its last step: `parallel` and one
     /// kept for short calls.
     pub fn sequences(&self) -> Vec<SequenceState> {
-        self.shared
-            .sequences
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or_default()
+        self.shared.sequences.borrow().clone()
+    }
+
+    /// The sequences as they change, step by step (to wait for a state
+    /// without polling).
+    pub fn watch_sequences(&self) -> tokio::sync::watch::Receiver<Vec<SequenceState>> {
+        self.shared.sequences.subscribe()
     }
 
     /// The settings it runs with (after clamping to the model).
