@@ -202,9 +202,12 @@ browserTest("a calendar request shows its tool card and ui_schema card, in the b
   await idle(page);
   assert.equal(await card.locator(".ui-title").textContent(), "put a meeting in my calendar tomorrow at 9");
   assert.equal(await card.locator(".ui-badge").textContent(), "CREATED");
-  // client_time carried the browser's zone (the context runs in Los Angeles).
-  assert.equal(await card.locator("dd").nth(2).textContent(), "America/Los_Angeles");
-  assert.match(await card.locator("dd").first().textContent(), /T09:00:00-0[78]:00$/);
+  // client_time carried the browser's zone (the context runs in Los Angeles);
+  // Start and End are one range, written for an en-US reader in that zone.
+  assert.equal(await card.locator("dd").nth(1).textContent(), "America/Los_Angeles");
+  assert.equal(await card.locator("dt").first().textContent(), "When");
+  assert.match(await card.locator("dd time").getAttribute("datetime"), /T09:00:00-0[78]:00$/);
+  assert.match(await card.locator("dd").first().textContent(), /^[A-Z][a-z]{2}, [A-Z][a-z]{2} \d+, 09:00\s*–\s*10:00\sAM \(America\/Los_Angeles\)$/);
   await page.screenshot({ path: join(OUT, "chat-1280.png") });
   const tool = page.locator("[data-testid=tool-card][data-tool=calendar_write]").last();
   await tool.locator("summary").click();
@@ -477,6 +480,34 @@ browserTest("provider: a backend tool's card, a frontend tool round trip, and RU
   await error.waitFor();
   await idle(page);
   assert.match(await error.textContent(), /the fake model refuses this prompt/);
+  check();
+});
+
+browserTest("language: Chinese from navigator.languages, English chosen and kept; a zh-CN card is written in Chinese", async () => {
+  const token = jwt(SECRET, { sub: "carol", exp: Math.floor(Date.now() / 1000) + 3600 });
+  const auth = { authorization: `Bearer ${token}` };
+  const patched = await api(secured.base, "/api/v1/me/profile", { method: "PATCH", headers: auth, body: JSON.stringify({ settings: { locale: "zh-CN" } }) });
+  assert.equal(patched.status, 200, JSON.stringify(patched.body));
+  const { page, context, check } = await app(secured.base, { locale: "zh-CN", timezoneId: "Europe/London", allowed: [/status of 401/] });
+  await context.addInitScript((t) => sessionStorage.setItem("agwire.token", t), token);
+  await page.reload();
+  await page.getByRole("link", { name: "聊天" }).waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.lang), "zh-CN");
+  assert.equal(await page.locator("#message").getAttribute("placeholder"), "给助手发消息…");
+  await page.getByRole("combobox", { name: "语言" }).selectOption("en");
+  await page.getByRole("link", { name: "Chat" }).waitFor();
+  await page.reload();
+  await page.getByRole("link", { name: "Chat" }).waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.lang), "en");
+  // The app speaks English; the card speaks the profile's Chinese.
+  await say(page, "put a meeting in my calendar tomorrow at 9");
+  const card = page.locator("[data-testid=ui-card]").last();
+  await card.waitFor();
+  await idle(page);
+  assert.equal(await card.getAttribute("lang"), "zh-CN");
+  assert.equal(await card.getAttribute("dir"), "ltr");
+  assert.equal(await card.locator("dt").first().textContent(), "时间");
+  assert.match(await card.locator("dd").first().textContent(), /周.*09:00\s*[–至-]\s*10:00 \(Europe\/London\)$/);
   check();
 });
 

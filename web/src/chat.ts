@@ -9,6 +9,7 @@ import { ApiError, type Api, type HistorySnapshot, type RunStatus } from "./api"
 import { ServiceAgent, type SeedPart } from "./agent";
 import { CONFIRM, FRONTEND_TOOLS, SET_THEME, parseArgs, runSetTheme } from "./tools";
 import { fromHistory } from "./view";
+import { t } from "./i18n";
 
 export interface Day {
   day: string;
@@ -278,7 +279,7 @@ export class ChatController {
       await this.api.json("POST", `/api/v1/agent/runs/${encodeURIComponent(this.runId)}/cancel`, {});
     } catch (error) {
       this.stopping = false;
-      this.notices.set(this.agent.messages.length, { kind: "error", text: `Could not stop: ${String((error as Error).message)}` });
+      this.notices.set(this.agent.messages.length, { kind: "error", text: t("chat.couldNotStop", { error: String((error as Error).message) }) });
       this.changed();
     }
   }
@@ -303,17 +304,17 @@ export class ChatController {
         this.changed();
       },
       onRunErrorEvent: ({ event }) => {
-        noticeAt({ kind: "error", text: event.message || "The run failed." });
+        noticeAt({ kind: "error", text: event.message || t("chat.runFailed") });
         this.changed();
       },
       onRunFinishedEvent: (params) => {
-        if (params.outcome === "cancelled") noticeAt({ kind: "stopped", text: "Stopped." });
+        if (params.outcome === "cancelled") noticeAt({ kind: "stopped", text: t("chat.stopped") });
         if (params.outcome === "success") handBack = params.pendingToolCallIds;
         this.changed();
       },
       onRunFailed: ({ error }) => {
         const text = error instanceof ApiError ? error.detail : error.message;
-        noticeAt({ kind: "error", text: this.runId === runId && this.reconnecting ? `Connection lost: ${text}` : text });
+        noticeAt({ kind: "error", text: this.runId === runId && this.reconnecting ? t("chat.connectionLost", { error: text }) : text });
         this.changed();
         // Shown in the thread; the client need not log and rethrow it.
         return { stopPropagation: true } as never;

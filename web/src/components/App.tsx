@@ -6,6 +6,7 @@ import type { JSX } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { Api, ApiError, tokenStore, type Profile } from "../api";
 import { ChatController } from "../chat";
+import { LANGS, LANG_EVENT, applyLang, lang, t, type Lang } from "../i18n";
 import { THEME_EVENT, applyTheme, storedTheme, type Theme } from "../tools";
 import { Automations } from "./Automations";
 import { Calendar } from "./Calendar";
@@ -33,7 +34,39 @@ function useRoute(): Route {
 
 type Session = { state: "checking" } | { state: "token"; error: string | null } | { state: "ready"; profile: Profile } | { state: "down"; error: string };
 
+/** Redraws the caller when the language changes. */
+function useLang(): Lang {
+  const [current, setCurrent] = useState(lang());
+  useEffect(() => {
+    const on = () => setCurrent(lang());
+    addEventListener(LANG_EVENT, on);
+    return () => removeEventListener(LANG_EVENT, on);
+  }, []);
+  return current;
+}
+
+function LanguagePicker(): JSX.Element {
+  const current = useLang();
+  return (
+    <select
+      class="lang-select"
+      aria-label={t("nav.language")}
+      title={t("nav.language")}
+      value={current}
+      onChange={(e) => applyLang((e.currentTarget as HTMLSelectElement).value as Lang, true)}
+      data-testid="language"
+    >
+      {LANGS.map((l) => (
+        <option key={l.lang} value={l.lang} lang={l.lang}>
+          {l.name}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 export function App(): JSX.Element {
+  useLang();
   const api = useMemo(() => new Api(tokenStore.get()), []);
   const [session, setSession] = useState<Session>({ state: "checking" });
 
@@ -46,7 +79,7 @@ export function App(): JSX.Element {
       if (e instanceof ApiError && e.status === 401) {
         api.token = null;
         tokenStore.set(null);
-        setSession({ state: "token", error: hadToken ? `The token was refused: ${e.detail}` : null });
+        setSession({ state: "token", error: hadToken ? t("gate.refused", { detail: e.detail }) : null });
       } else {
         setSession({ state: "down", error: e instanceof Error ? e.message : String(e) });
       }
@@ -57,7 +90,7 @@ export function App(): JSX.Element {
     api.onUnauthorized = () => {
       api.token = null;
       tokenStore.set(null);
-      setSession({ state: "token", error: "Your token was refused or has expired." });
+      setSession({ state: "token", error: t("gate.expired") });
     };
     void check();
   }, [api]);
@@ -69,10 +102,10 @@ export function App(): JSX.Element {
         <div class="gate-card">
           <h1>agwire</h1>
           <p class="error-text" role="alert">
-            The service did not answer: {session.error}
+            {t("gate.down", { error: session.error })}
           </p>
           <button type="button" class="btn btn-primary" onClick={() => void check()}>
-            Try again
+            {t("gate.retry")}
           </button>
         </div>
       </main>
@@ -122,9 +155,9 @@ function TokenGate({ error, onToken }: { error: string | null; onToken(token: st
         }}
         aria-labelledby="gate-title"
       >
-        <h1 id="gate-title">Sign in to agwire</h1>
-        <p class="muted">This service needs a bearer token (an HS256 JWT). It is kept for this tab only.</p>
-        <label for="token">Bearer token</label>
+        <h1 id="gate-title">{t("gate.title")}</h1>
+        <p class="muted">{t("gate.help")}</p>
+        <label for="token">{t("gate.token")}</label>
         <textarea
           id="token"
           rows={4}
@@ -141,7 +174,7 @@ function TokenGate({ error, onToken }: { error: string | null; onToken(token: st
           </p>
         )}
         <button type="submit" class="btn btn-primary" disabled={!value.trim()}>
-          Continue
+          {t("gate.continue")}
         </button>
       </form>
     </main>
@@ -193,24 +226,25 @@ function Shell({
           }
         }}
       >
-        Skip to the message box
+        {t("nav.skip")}
       </a>
-      <nav class="nav" aria-label="Main">
+      <nav class="nav" aria-label={t("nav.main")}>
         <div class="brand" aria-label="agwire">
           <span class="brand-mark" aria-hidden="true" />
           <span class="brand-name">agwire</span>
         </div>
         <div class="nav-links">
-          {link("chat", "Chat", <ChatIcon />)}
-          {link("calendar", "Calendar", <CalendarIcon />)}
-          {link("automations", "Automations", <BoltIcon />)}
+          {link("chat", t("nav.chat"), <ChatIcon />)}
+          {link("calendar", t("nav.calendar"), <CalendarIcon />)}
+          {link("automations", t("nav.automations"), <BoltIcon />)}
         </div>
         <div class="nav-tools">
+          <LanguagePicker />
           <button
             type="button"
             class="icon-btn"
-            aria-label={dark ? "Switch to light theme" : "Switch to dark theme"}
-            title="Theme"
+            aria-label={dark ? t("nav.toLight") : t("nav.toDark")}
+            title={t("nav.theme")}
             onClick={() => {
               const next: Theme = dark ? "light" : "dark";
               applyTheme(next);
@@ -219,7 +253,7 @@ function Shell({
             {dark ? <SunIcon /> : <MoonIcon />}
           </button>
           {onSignOut && (
-            <button type="button" class="icon-btn" aria-label="Sign out" title="Sign out" onClick={onSignOut}>
+            <button type="button" class="icon-btn" aria-label={t("nav.signOut")} title={t("nav.signOut")} onClick={onSignOut}>
               <LogoutIcon />
             </button>
           )}

@@ -5,6 +5,7 @@ import { Fragment, type JSX } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Api } from "../api";
 import type { ChatController, Notice } from "../chat";
+import { dateLocale, lang, t } from "../i18n";
 import { isFrontendTool, runSetTheme } from "../tools";
 import { toRows, type Row } from "../view";
 import { Composer } from "./Composer";
@@ -19,22 +20,22 @@ export function today(zone: string, now = new Date()): string {
 
 function dayLabel(day: string, zone: string): string {
   const now = today(zone);
-  if (day === now) return "Today";
+  if (day === now) return t("chat.today");
   const [y, m, d] = day.split("-").map(Number) as [number, number, number];
   const date = new Date(Date.UTC(y, m - 1, d, 12));
   const yesterday = today(zone, new Date(Date.now() - 86_400_000));
-  if (day === yesterday) return "Yesterday";
-  return new Intl.DateTimeFormat(undefined, { weekday: "long", month: "long", day: "numeric", timeZone: "UTC" }).format(date);
+  if (day === yesterday) return t("chat.yesterday");
+  return new Intl.DateTimeFormat(dateLocale(), { weekday: "long", month: "long", day: "numeric", timeZone: "UTC" }).format(date);
 }
 
 function Progress({ step, reconnecting }: { step: string | null; reconnecting: boolean }): JSX.Element {
   const label = reconnecting
-    ? "Reconnecting…"
+    ? t("progress.reconnecting")
     : step === "router"
-      ? "Choosing an agent…"
+      ? t("progress.router")
       : step === "worker"
-        ? "Working…"
-        : "Starting…";
+        ? t("progress.worker")
+        : t("progress.starting");
   return (
     <div class="progress" role="status" data-testid="progress" data-step={step ?? ""}>
       <span class="dots" aria-hidden="true">
@@ -55,7 +56,7 @@ function Progress({ step, reconnecting }: { step: string | null; reconnecting: b
 function NoticeRow({ notice }: { notice: Notice }): JSX.Element {
   return (
     <div class={`notice notice-${notice.kind}`} role={notice.kind === "error" ? "alert" : "status"} data-testid={`notice-${notice.kind}`}>
-      {notice.kind === "error" ? <strong>Error: </strong> : null}
+      {notice.kind === "error" ? <strong>{t("chat.error")}</strong> : null}
       {notice.text}
     </div>
   );
@@ -87,9 +88,9 @@ export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
   );
   const onConfirm = useCallback((id: string, approved: boolean) => void chat.confirm(id, approved), [chat]);
   const actions: RowActions = useMemo(
-    () => ({ onAction, onConfirm, pending: new Set(chat.pendingConfirms), busy: chat.running }),
+    () => ({ onAction, onConfirm, pending: new Set(chat.pendingConfirms), busy: chat.running, lang: lang() }),
     // A new object when what rows read from it changes.
-    [onAction, onConfirm, chat.running, [...chat.pendingConfirms].join()],
+    [onAction, onConfirm, chat.running, [...chat.pendingConfirms].join(), lang()],
   );
 
   const loadOlder = useCallback(async () => {
@@ -158,20 +159,20 @@ export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
   return (
     <div class="chat">
       <header class="page-head">
-        <h1>Chat</h1>
+        <h1>{t("chat.title")}</h1>
         <button type="button" class="btn btn-secondary" onClick={() => chat.newThread()} disabled={chat.running} data-testid="new-thread">
-          <PlusIcon /> New thread
+          <PlusIcon /> {t("chat.newThread")}
         </button>
       </header>
       <div class="scroller" ref={scroller} onScroll={onScroll}>
-        <div class="log" role="log" aria-label="Conversation" aria-busy={chat.running} data-testid="log">
+        <div class="log" role="log" aria-label={t("chat.log")} aria-busy={chat.running} data-testid="log">
           <div ref={sentinel} class="sentinel" />
           {chat.hasMore && (
             <button type="button" class="older" onClick={() => void loadOlder()} disabled={chat.loadingOlder} data-testid="load-older">
-              {chat.loadingOlder ? "Loading…" : "Load the previous day"}
+              {chat.loadingOlder ? t("chat.loading") : t("chat.older")}
             </button>
           )}
-          {chat.loading && <div class="muted center">Loading…</div>}
+          {chat.loading && <div class="muted center">{t("chat.loading")}</div>}
           {chat.loadError && (
             <div class="notice notice-error" role="alert">
               {chat.loadError}
@@ -179,8 +180,8 @@ export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
           )}
           {empty && (
             <div class="empty" data-testid="empty">
-              <div class="empty-title">What can I help with?</div>
-              <div class="muted">Ask anything, attach up to three images, or try “put lunch in my calendar tomorrow at 1pm”.</div>
+              <div class="empty-title">{t("chat.emptyTitle")}</div>
+              <div class="muted">{t("chat.emptyHelp")}</div>
             </div>
           )}
           {chat.days.map((day) => (
@@ -194,8 +195,8 @@ export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
             </Fragment>
           ))}
           {liveItems.length > 0 && lastDay !== null && lastDay !== now && (
-            <div class="day" role="separator" aria-label="Today">
-              <span>Today</span>
+            <div class="day" role="separator" aria-label={t("chat.today")}>
+              <span>{t("chat.today")}</span>
             </div>
           )}
           {liveItems}
