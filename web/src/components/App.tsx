@@ -1,26 +1,31 @@
 // The shell: finds out whether the server wants a token (a 401 from
 // /api/v1/me/profile), asks for one if so, then shows the navigation and
-// the page the URL's hash names (#/chat, #/calendar, #/automations[/id]).
+// the page the URL's hash names (#/chat[/threadId], #/calendar,
+// #/automations[/id]); on the chat page, the thread list beside the thread.
 
 import type { JSX } from "preact";
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Api, ApiError, tokenStore, type Profile } from "../api";
-import { ChatController } from "../chat";
+import { ChatPool, uuid, type ChatController } from "../chat";
 import { LANGS, LANG_EVENT, applyLang, lang, t, type Lang } from "../i18n";
+import { ThreadList, type Thread } from "../threads";
 import { THEME_EVENT, applyTheme, storedTheme, type Theme } from "../tools";
 import { Automations } from "./Automations";
 import { Calendar } from "./Calendar";
 import { Chat } from "./Chat";
-import { BoltIcon, CalendarIcon, ChatIcon, LogoutIcon, MoonIcon, SunIcon } from "./icons";
+import { BoltIcon, CalendarIcon, ChatIcon, CloseIcon, LogoutIcon, MoonIcon, SunIcon } from "./icons";
+import { DeleteDialog, Modal, Threads } from "./Threads";
 
-type Route = { page: "chat" } | { page: "calendar" } | { page: "automations"; jobId: string | null };
+type Route = { page: "chat"; threadId: string | null } | { page: "calendar" } | { page: "automations"; jobId: string | null };
 
-function route(hash: string): Route {
+export function route(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/");
   if (parts[0] === "calendar") return { page: "calendar" };
   if (parts[0] === "automations") return { page: "automations", jobId: parts[1] ? decodeURIComponent(parts[1]) : null };
-  return { page: "chat" };
+  return { page: "chat", threadId: parts[0] === "chat" && parts[1] ? decodeURIComponent(parts[1]) : null };
 }
+
+const chatHash = (threadId: string) => `#/chat/${encodeURIComponent(threadId)}`;
 
 function useRoute(): Route {
   const [current, setCurrent] = useState(() => route(location.hash));
@@ -194,11 +199,41 @@ function Shell({
 }): JSX.Element {
   const current = useRoute();
   const [theme, setTheme] = useState<Theme>(storedTheme());
-  const chat = useMemo(() => new ChatController(api), [api]);
+  const threads = useMemo(() => new ThreadList(api), [api]);
+  const [, redraw] = useState(0);
+  const pool = useMemo(
+    () =>
+      new ChatPool(api, (threadId) => {
+        // A run started or ended: the thread moves up and shows (or stops showing) it.
+        void threads.touch(threadId);
+        redraw((v) => v + 1);
+      }),
+    [api, threads],
+  );
+  /** Threads made in this tab that the server has not seen yet. */
+  const fresh = useRef(new Set<string>());
+  const [chat, setChat] = useState<ChatController | null>(null);
+  const [sheet, setSheet] = useState(false);
+  const sheetOpener = useRef<HTMLElement | null>(null);
+  const [deleting, setDeleting] = useState<{ thread: Thread; opener: HTMLElement } | null>(null);
   useEffect(() => {
-    void chat.open();
-    return () => chat.dispose();
-  }, [chat]);
+    void threads.refresh();
+    return () => pool.dispose();
+  }, [pool]);
+  const chatThread = current.page === "chat" ? current.threadId : undefined;
+  useEffect(() => {
+    if (chatThread === undefined) return;
+    if (chatThread) setChat(pool.show(chatThread, fresh.current.has(chatThread)));
+    // #/chat: the thread shown last, else the latest (then its own URL).
+    else if (pool.current) location.replace(chatHash(pool.current.threadId));
+    else setChat(pool.showLatest((opened) => location.replace(chatHash(opened.threadId))));
+  }, [chatThread]);
+  const newThread = () => {
+    const id = uuid();
+    fresh.current.add(id);
+    location.hash = chatHash(id);
+  };
+  const running = new Set(pool.live().filter((c) => c.running).map((c) => c.threadId));
   useEffect(() => {
     const on = () => setTheme(storedTheme());
     addEventListener(THEME_EVENT, on);
@@ -208,7 +243,7 @@ function Shell({
   const dayZone = typeof profile.settings.timezone === "string" && profile.settings.timezone ? profile.settings.timezone : "UTC";
   const dark = theme === "dark" || (theme === "system" && matchMedia("(prefers-color-scheme: dark)").matches);
   const link = (page: Route["page"], label: string, icon: JSX.Element) => (
-    <a href={`#/${page}`} class={`nav-link${current.page === page ? " active" : ""}`} aria-current={current.page === page ? "page" : undefined}>
+    <a href={page === "chat" && pool.current ? chatHash(pool.current.threadId) : `#/${page}`} class={`nav-link${current.page === page ? " active" : ""}`} aria-current={current.page === page ? "page" : undefined}>
       {icon}
       <span>{label}</span>
     </a>
@@ -229,7 +264,7 @@ function Shell({
         {t("nav.skip")}
       </a>
       <nav class="nav" aria-label={t("nav.main")}>
-        <div class="brand" aria-label="agwire">
+        <div class="brand">
           <span class="brand-mark" aria-hidden="true" />
           <span class="brand-name">agwire</span>
         </div>
@@ -260,10 +295,73 @@ function Shell({
         </div>
       </nav>
       <main class="main" id="main">
-        {current.page === "chat" && <Chat api={api} chat={chat} zone={dayZone} />}
+        {current.page === "chat" && (
+          <div class="chat-page">
+            <nav class="threads-side" aria-label={t("threads.title")}>
+              <Threads
+                list={threads}
+                currentId={chat?.threadId ?? null}
+                running={running}
+                idPrefix="side"
+                onDelete={(thread, opener) => setDeleting({ thread, opener })}
+              />
+            </nav>
+            {chat && (
+              <Chat
+                key={chat.threadId}
+                api={api}
+                chat={chat}
+                zone={dayZone}
+                title={threads.threads.find((th) => th.threadId === chat.threadId)?.title ?? ""}
+                onNewThread={newThread}
+                onOpenThreads={(opener) => {
+                  sheetOpener.current = opener;
+                  setSheet(true);
+                }}
+              />
+            )}
+          </div>
+        )}
         {current.page === "calendar" && <Calendar api={api} profile={profile} onProfile={onProfile} />}
         {current.page === "automations" && <Automations api={api} jobId={current.jobId} />}
       </main>
+      <Modal open={sheet} labelledBy="sheet-threads-title" onClose={() => setSheet(false)} opener={sheetOpener.current} className="sheet" testId="threads-sheet">
+        <button type="button" class="icon-btn sheet-close" aria-label={t("threads.close")} onClick={() => setSheet(false)}>
+          <CloseIcon />
+        </button>
+        {sheet ? (
+          <Threads
+            list={threads}
+            currentId={chat?.threadId ?? null}
+            running={running}
+            idPrefix="sheet"
+            onPick={() => setSheet(false)}
+            onDelete={(thread, opener) => {
+              setSheet(false);
+              setDeleting({ thread, opener });
+            }}
+          />
+        ) : (
+          <></>
+        )}
+      </Modal>
+      <DeleteDialog
+        thread={deleting?.thread ?? null}
+        opener={deleting?.opener ?? null}
+        onCancel={() => setDeleting(null)}
+        remove={async (thread) => {
+          await threads.remove(thread.threadId);
+          pool.forget(thread.threadId);
+        }}
+        onDeleted={(thread) => {
+          setDeleting(null);
+          if (chat?.threadId !== thread.threadId) return;
+          // The newest thread left, else a new one.
+          const next = threads.threads[0];
+          if (next) location.hash = chatHash(next.threadId);
+          else newThread();
+        }}
+      />
     </div>
   );
 }

@@ -9,7 +9,7 @@ import { dateLocale, lang, t } from "../i18n";
 import { isFrontendTool, runSetTheme } from "../tools";
 import { toRows, type Row } from "../view";
 import { Composer } from "./Composer";
-import { PlusIcon } from "./icons";
+import { ListIcon, PlusIcon } from "./icons";
 import { MemoRow, type RowActions } from "./Rows";
 import type { UiAction } from "./UiSchema";
 
@@ -66,9 +66,14 @@ export interface ChatProps {
   api: Api;
   chat: ChatController;
   zone: string;
+  /** The thread's title in the list ("" when it has none yet). */
+  title: string;
+  onNewThread(): void;
+  /** Opens the thread list (a sheet on narrow screens). */
+  onOpenThreads(opener: HTMLElement): void;
 }
 
-export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
+export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: ChatProps): JSX.Element {
   const [, setVersion] = useState(0);
   useEffect(() => chat.subscribe(() => setVersion((v) => v + 1)), [chat]);
 
@@ -159,9 +164,22 @@ export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
   return (
     <div class="chat">
       <header class="page-head">
-        <h1>{t("chat.title")}</h1>
-        <button type="button" class="btn btn-secondary" onClick={() => chat.newThread()} disabled={chat.running} data-testid="new-thread">
-          <PlusIcon /> {t("chat.newThread")}
+        <button
+          type="button"
+          class="icon-btn threads-toggle"
+          aria-label={t("threads.open")}
+          title={t("threads.open")}
+          onClick={(e) => onOpenThreads(e.currentTarget as HTMLElement)}
+          data-testid="threads-toggle"
+        >
+          <ListIcon />
+        </button>
+        <h1>
+          {t("chat.title")}
+          {title && <span class="chat-thread-title"> · {title}</span>}
+        </h1>
+        <button type="button" class="btn btn-secondary" onClick={onNewThread} data-testid="new-thread">
+          <PlusIcon /> <span class="btn-label">{t("chat.newThread")}</span>
         </button>
       </header>
       <div class="scroller" ref={scroller} onScroll={onScroll}>

@@ -131,7 +131,7 @@ function renderNode(node: unknown, depth: number, ctx: Ctx, key: number): JSX.El
     case "text": {
       const role = oneOf(n.role, ["title", "subtitle", "body", "caption", "code"] as const, "body");
       const content = str(n.content);
-      if (role === "title") return <div key={key} class="ui-text ui-title" role="heading" aria-level={3}>{content}</div>;
+      if (role === "title") return <div key={key} class="ui-text ui-title" role="heading" aria-level={2}>{content}</div>;
       if (role === "code") return <pre key={key} class="ui-text ui-code"><code>{content}</code></pre>;
       return <p key={key} class={`ui-text ui-${role}`}>{content}</p>;
     }
