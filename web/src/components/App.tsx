@@ -217,8 +217,13 @@ function Shell({
   const sheetOpener = useRef<HTMLElement | null>(null);
   const [deleting, setDeleting] = useState<{ thread: Thread; opener: HTMLElement } | null>(null);
   useEffect(() => {
+    // The header shows the current thread's title from the list.
+    const off = threads.subscribe(() => redraw((v) => v + 1));
     void threads.refresh();
-    return () => pool.dispose();
+    return () => {
+      off();
+      pool.dispose();
+    };
   }, [pool]);
   const chatThread = current.page === "chat" ? current.threadId : undefined;
   useEffect(() => {

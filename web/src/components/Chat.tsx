@@ -1,16 +1,17 @@
 // The chat page: the thread's days of history (older ones load as you
 // scroll up), the live run below them, and the composer.
 
-import { Fragment, type JSX } from "preact";
+import type { JSX } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Api } from "../api";
-import type { ChatController, Notice } from "../chat";
+import type { ChatController, Day, Notice } from "../chat";
 import { dateLocale, lang, t } from "../i18n";
 import { isFrontendTool, runSetTheme } from "../tools";
 import { toRows, type Row } from "../view";
 import { Composer } from "./Composer";
 import { ListIcon, PlusIcon } from "./icons";
 import { MemoRow, type RowActions } from "./Rows";
+import { Windowed, type WindowItem } from "./Windowed";
 import type { UiAction } from "./UiSchema";
 
 /** YYYY-MM-DD of now in `zone`. */
@@ -26,6 +27,26 @@ function dayLabel(day: string, zone: string): string {
   const yesterday = today(zone, new Date(Date.now() - 86_400_000));
   if (day === yesterday) return t("chat.yesterday");
   return new Intl.DateTimeFormat(dateLocale(), { weekday: "long", month: "long", day: "numeric", timeZone: "UTC" }).format(date);
+}
+
+/** A day's rows, worked out once per loaded day (a 10,000-message day is not re-read per frame). */
+const dayRows = new WeakMap<readonly unknown[], Row[]>();
+function rowsOf(messages: Day["messages"]): Row[] {
+  let rows = dayRows.get(messages);
+  if (!rows) {
+    rows = toRows(messages);
+    dayRows.set(messages, rows);
+  }
+  return rows;
+}
+
+function DaySeparator({ day, zone }: { day: string; zone: string }): JSX.Element {
+  const label = dayLabel(day, zone);
+  return (
+    <div class="day" role="separator" aria-label={label} data-testid="day" data-day={day}>
+      <span>{label}</span>
+    </div>
+  );
 }
 
 function Progress({ step, reconnecting }: { step: string | null; reconnecting: boolean }): JSX.Element {
@@ -145,19 +166,37 @@ export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: Cha
   const live = toRows(chat.agent.messages);
   const lastDay = chat.days.length ? chat.days[chat.days.length - 1]!.day : null;
   const notices = [...chat.notices.entries()].sort((a, b) => a[0] - b[0]);
-  const liveItems: JSX.Element[] = [];
+  // History and the live run as one list of rows, drawn in a window.
+  const items: WindowItem[] = [];
+  for (const day of chat.days) {
+    items.push({ key: `day:${day.day}`, render: () => <DaySeparator day={day.day} zone={zone} /> });
+    for (const row of rowsOf(day.messages)) items.push({ key: `${row.kind}:${row.id}`, render: () => <MemoRow row={row} actions={actions} /> });
+  }
+  const liveItems: WindowItem[] = [];
   let n = 0;
   const flushNotices = (upTo: number) => {
     while (n < notices.length && notices[n]![0] <= upTo) {
-      liveItems.push(<NoticeRow key={`notice-${notices[n]![0]}`} notice={notices[n]![1]} />);
+      const [at, notice] = notices[n]!;
+      liveItems.push({ key: `notice-${at}`, render: () => <NoticeRow notice={notice} /> });
       n++;
     }
   };
   for (const row of live) {
     flushNotices(row.at);
-    liveItems.push(<MemoRow key={`${row.kind}:${row.id}`} row={row} actions={actions} />);
+    liveItems.push({ key: `${row.kind}:${row.id}`, render: () => <MemoRow row={row} actions={actions} /> });
   }
   flushNotices(Number.POSITIVE_INFINITY);
+  if (liveItems.length > 0 && lastDay !== null && lastDay !== now) {
+    items.push({
+      key: "day:live",
+      render: () => (
+        <div class="day" role="separator" aria-label={t("chat.today")}>
+          <span>{t("chat.today")}</span>
+        </div>
+      ),
+    });
+  }
+  items.push(...liveItems);
 
   const empty = !chat.loading && chat.days.length === 0 && live.length === 0 && liveItems.length === 0;
 
@@ -202,22 +241,7 @@ export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: Cha
               <div class="muted">{t("chat.emptyHelp")}</div>
             </div>
           )}
-          {chat.days.map((day) => (
-            <Fragment key={day.day}>
-              <div class="day" role="separator" aria-label={dayLabel(day.day, zone)} data-testid="day" data-day={day.day}>
-                <span>{dayLabel(day.day, zone)}</span>
-              </div>
-              {toRows(day.messages).map((row: Row) => (
-                <MemoRow key={`${row.kind}:${row.id}`} row={row} actions={actions} />
-              ))}
-            </Fragment>
-          ))}
-          {liveItems.length > 0 && lastDay !== null && lastDay !== now && (
-            <div class="day" role="separator" aria-label={t("chat.today")}>
-              <span>{t("chat.today")}</span>
-            </div>
-          )}
-          {liveItems}
+          <Windowed items={items} scroller={scroller} atEnd={() => stick.current && restore.current == null} />
           {chat.running && <Progress step={chat.step} reconnecting={chat.reconnecting} />}
         </div>
       </div>
