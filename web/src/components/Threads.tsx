@@ -209,14 +209,21 @@ export function Modal({
 }): JSX.Element {
   const ref = useRef<HTMLDialogElement>(null);
   const wasOpen = useRef(false);
+  /** What opened it, kept from the moment it opened (the caller may forget it on close). */
+  const from = useRef<HTMLElement | null>(null);
+  if (open && !wasOpen.current) from.current = opener;
   useEffect(() => {
     const dialog = ref.current;
     if (!dialog) return;
     if (open && !dialog.open) dialog.showModal();
     if (!open && dialog.open) dialog.close();
     if (!open && wasOpen.current) {
-      const back = opener?.isConnected ? opener : document.getElementById("message");
-      back?.focus();
+      const back = from.current;
+      if (back?.isConnected) back.focus();
+      // The opener went with what it acted on (a deleted thread): "New
+      // thread", once the page has drawn the thread shown next (its message
+      // box is disabled while that thread loads).
+      else requestAnimationFrame(() => requestAnimationFrame(() => document.querySelector<HTMLElement>("[data-testid=new-thread]")?.focus()));
     }
     wasOpen.current = open;
   }, [open]);
@@ -232,6 +239,21 @@ export function Modal({
       onClick={(e) => {
         // A click on the backdrop (the dialog itself, outside its content) closes it.
         if (e.target === ref.current) onClose();
+      }}
+      onKeyDown={(e) => {
+        // Tab from the last control goes to the first (and back): focus never leaves for the page behind.
+        if (e.key !== "Tab" || !ref.current) return;
+        const controls = [...ref.current.querySelectorAll<HTMLElement>("a[href], button:not(:disabled), input, select, textarea")];
+        const first = controls[0];
+        const last = controls[controls.length - 1];
+        if (!first || !last) return;
+        if (e.shiftKey && document.activeElement === first) {
+          e.preventDefault();
+          last.focus();
+        } else if (!e.shiftKey && document.activeElement === last) {
+          e.preventDefault();
+          first.focus();
+        }
       }}
       data-testid={testId}
     >
