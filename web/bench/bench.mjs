@@ -3,7 +3,9 @@
 //
 //   bundle   what the browser downloads, gzipped as agwire-web sends it
 //   tti      navigation start → the composer is enabled (thread loaded), cold and warm cache
-//   history  a 1,000-message day: history response end → all rows drawn (next frame)
+//   history  a 10,000-message thread (one day): history response end → the
+//            list painted (its last rows in the DOM, next frame), and how many
+//            rows the window put in the DOM; then frames while scrolling up
 //   tokens   a fake provider streams N tokens at R/s through the service:
 //            how long after the stream's last byte the last token is on screen
 //
@@ -76,11 +78,11 @@ async function api(base, path, body) {
   await server.stop();
 }
 
-// --- a 1,000-message history ---
+// --- a 10,000-message thread ---
 {
   const server = await serve({ dir: dataDir("bench-history"), args: ["--builtin-token-delay-ms", "0"] });
   const threadId = crypto.randomUUID();
-  const turns = 500;
+  const turns = 5000;
   const words = "Markdown with **bold**, `code` and a [link](https://example.com) in a longer sentence that wraps";
   for (let i = 0; i < turns; i++) {
     const runId = `h-${i}`;
@@ -97,15 +99,35 @@ async function api(base, path, body) {
     }
   }
   const samples = [];
+  const longest = [];
+  let inDom = 0;
   let fetched = 0;
   for (let i = 0; i < (quick ? 2 : 5); i++) {
     const { context, page: p } = await page(server.base);
-    await p.goto(`${server.base}/`);
-    await p.waitForFunction((n) => document.querySelectorAll("[data-testid=user-message], [data-testid=assistant-message]").length >= n, turns * 2, {
+    await p.goto(`${server.base}/#/chat/${threadId}`);
+    // The list is painted when the thread's last answer is on screen.
+    await p.waitForFunction((last) => [...document.querySelectorAll("[data-testid=assistant-message]")].some((a) => a.textContent.includes(last)), `${turns - 1}: `, {
       timeout: 60_000,
       polling: "raf",
     });
     const drawn = await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => r(performance.now()))));
+    inDom = await p.locator("[data-testid=user-message], [data-testid=assistant-message]").count();
+    // Scrolling up 30 screens, one step a frame: the longest frame.
+    longest.push(
+      await p.evaluate(async () => {
+        const el = document.querySelector(".scroller");
+        let worst = 0;
+        let last = performance.now();
+        for (let i = 0; i < 30; i++) {
+          el.scrollTop -= el.clientHeight;
+          await new Promise((r) => requestAnimationFrame(r));
+          const now = performance.now();
+          worst = Math.max(worst, now - last);
+          last = now;
+        }
+        return worst;
+      }),
+    );
     const history = await p.evaluate(
       () => performance.getEntriesByType("resource").find((e) => e.name.includes("/api/v1/agent/history"))?.responseEnd ?? 0,
     );
@@ -113,7 +135,11 @@ async function api(base, path, body) {
     samples.push(drawn - history);
     await context.close();
   }
-  rows.push([`render a ${turns * 2}-message history day (median)`, `${ms(median(samples))} (the history request itself: ${ms(fetched)})`]);
+  rows.push([
+    `open a ${turns * 2}-message thread: history response → list painted (median)`,
+    `${ms(median(samples))} (the history request itself: ${ms(fetched)}; ${inDom} message rows in the DOM)`,
+  ]);
+  rows.push([`scroll it up 30 screens, a screen a frame: longest frame (median)`, ms(median(longest))]);
   await server.stop();
 }
 

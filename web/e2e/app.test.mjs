@@ -12,6 +12,8 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { EVERY_NODE_HINT, OUT, clockBack, dataDir, fakeProvider, idle, jwt, launch, openPage, proxy, say, serve } from "./harness.mjs";
 
@@ -19,6 +21,8 @@ const WORDS =
   "apple banana cherry damson elder fig grape hazel iris juniper kiwi lemon mango nutmeg olive peach quince rowan sage tansy ugli vanilla walnut yarrow zucchini";
 const LONG = `${WORDS} ${WORDS}`;
 const SECRET = "browser-test-secret";
+/** axe-core, run in the page through the DevTools protocol (the page's CSP allows no inline script). */
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 let browser;
 let local;
@@ -88,6 +92,33 @@ async function seed(dir) {
   await waitRun(second.base, "yesterday-1");
   await second.stop();
   return { threadId, jobId: job.body.id };
+}
+
+/**
+ * axe-core on the page as it is now: no violation of impact serious or
+ * critical (each printed in full otherwise).
+ */
+async function axe(page, view) {
+  if (!(await page.evaluate(() => typeof window.axe === "object"))) await page.evaluate(AXE);
+  const violations = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] })).violations);
+  const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  const full = bad.map((v) => ({
+    id: v.id,
+    impact: v.impact,
+    help: v.help,
+    helpUrl: v.helpUrl,
+    nodes: v.nodes.map((n) => ({ target: n.target, html: n.html, summary: n.failureSummary })),
+  }));
+  assert.equal(bad.length, 0, `axe on ${view}:\n${JSON.stringify(full, null, 2)}`);
+}
+
+/** Presses `key` until the focused element matches `selector` (at most `max` presses). */
+async function focusByKeys(page, selector, key = "Tab", max = 200) {
+  for (let i = 0; i < max; i++) {
+    if (await page.evaluate((sel) => document.activeElement?.matches(sel) ?? false, selector)) return;
+    await page.keyboard.press(key);
+  }
+  throw new Error(`${max} presses of ${key} did not reach ${selector}`);
 }
 
 const utcToday = () => new Date().toISOString().slice(0, 10);
@@ -160,6 +191,7 @@ browserTest("the app loads at / with no token in local mode, on yesterday's hist
   assert.notEqual(await day.textContent(), "Today");
   await page.getByText("You said: good morning from yesterday").waitFor();
   assert.equal(await page.locator("#token").count(), 0);
+  await axe(page, "history (yesterday's thread)");
   check();
 });
 
@@ -202,10 +234,14 @@ browserTest("a calendar request shows its tool card and ui_schema card, in the b
   await idle(page);
   assert.equal(await card.locator(".ui-title").textContent(), "put a meeting in my calendar tomorrow at 9");
   assert.equal(await card.locator(".ui-badge").textContent(), "CREATED");
-  // client_time carried the browser's zone (the context runs in Los Angeles).
-  assert.equal(await card.locator("dd").nth(2).textContent(), "America/Los_Angeles");
-  assert.match(await card.locator("dd").first().textContent(), /T09:00:00-0[78]:00$/);
+  // client_time carried the browser's zone (the context runs in Los Angeles);
+  // Start and End are one range, written for an en-US reader in that zone.
+  assert.equal(await card.locator("dd").nth(1).textContent(), "America/Los_Angeles");
+  assert.equal(await card.locator("dt").first().textContent(), "When");
+  assert.match(await card.locator("dd time").getAttribute("datetime"), /T09:00:00-0[78]:00$/);
+  assert.match(await card.locator("dd").first().textContent(), /^[A-Z][a-z]{2}, [A-Z][a-z]{2} \d+, 0?9:00\s*–\s*10:00\sAM \(America\/Los_Angeles\)$/);
   await page.screenshot({ path: join(OUT, "chat-1280.png") });
+  await axe(page, "chat with a calendar card");
   const tool = page.locator("[data-testid=tool-card][data-tool=calendar_write]").last();
   await tool.locator("summary").click();
   assert.match(await tool.locator("[data-testid=tool-result]").textContent(), /"event_timezone": "America\/Los_Angeles"/);
@@ -360,6 +396,7 @@ browserTest("calendar: the event in the user's zone; the profile's zone is edita
   await page.getByRole("button", { name: "Save" }).click();
   await page.getByText("invalid settings.timezone").waitFor();
   await page.screenshot({ path: join(OUT, "calendar-1280.png") });
+  await axe(page, "calendar");
   // Back to UTC days for the tests after this one.
   await api(front.base, "/api/v1/me/profile", { method: "PATCH", body: JSON.stringify({ settings: { timezone: null } }) });
   check();
@@ -390,6 +427,7 @@ browserTest("automations: create, pause, resume, delete; a job's runs and a run'
   await job.getByRole("button", { name: "Resume" }).click();
   await job.getByText("Active").waitFor();
   await page.screenshot({ path: join(OUT, "automations-1280.png") });
+  await axe(page, "automations");
   await job.getByRole("button", { name: "Delete…" }).click();
   await job.getByRole("button", { name: "Delete", exact: true }).click();
   await job.waitFor({ state: "detached" });
@@ -403,6 +441,7 @@ browserTest("automations: create, pause, resume, delete; a job's runs and a run'
   const transcript = run.locator("[data-testid=transcript]");
   await transcript.getByText("You said: status report please").waitFor();
   assert.equal(await transcript.locator("[data-testid=user-message]").textContent(), "status report please");
+  await axe(page, "an automation's runs and a transcript");
   check();
 });
 
@@ -436,11 +475,13 @@ browserTest("provider: collapsed reasoning, a render_ui card with every node, a 
     assert.equal(await card.locator(`.ui-badge.ui-status-${status}`).count(), 1, status);
   }
   assert.equal(await card.locator(".ui-title").textContent(), EVERY_NODE_HINT.title);
+  await axe(page, "chat with a card of every node");
   const live = await card.evaluate((el) => el.outerHTML);
   await card.getByRole("button", { name: "Go dark" }).click();
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "dark");
   await page.waitForTimeout(300); // the colours' transition
   await page.screenshot({ path: join(OUT, "card-dark-1280.png") });
+  await axe(page, "chat with cards, dark theme");
   await page.reload();
   const fromHistory = page.locator("[data-testid=ui-card]").last();
   await fromHistory.waitFor();
@@ -480,12 +521,41 @@ browserTest("provider: a backend tool's card, a frontend tool round trip, and RU
   check();
 });
 
+browserTest("language: Chinese from navigator.languages, English chosen and kept; a zh-CN card is written in Chinese", async () => {
+  const token = jwt(SECRET, { sub: "carol", exp: Math.floor(Date.now() / 1000) + 3600 });
+  const auth = { authorization: `Bearer ${token}` };
+  const patched = await api(secured.base, "/api/v1/me/profile", { method: "PATCH", headers: auth, body: JSON.stringify({ settings: { locale: "zh-CN" } }) });
+  assert.equal(patched.status, 200, JSON.stringify(patched.body));
+  const { page, context, check } = await app(secured.base, { locale: "zh-CN", timezoneId: "Europe/London", allowed: [/status of 401/] });
+  await context.addInitScript((t) => sessionStorage.setItem("agwire.token", t), token);
+  await page.reload();
+  await page.getByRole("link", { name: "聊天" }).waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.lang), "zh-CN");
+  assert.equal(await page.locator("#message").getAttribute("placeholder"), "给助手发消息…");
+  await page.getByRole("combobox", { name: "语言" }).selectOption("en");
+  await page.getByRole("link", { name: "Chat" }).waitFor();
+  await page.reload();
+  await page.getByRole("link", { name: "Chat" }).waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.lang), "en");
+  // The app speaks English; the card speaks the profile's Chinese.
+  await say(page, "put a meeting in my calendar tomorrow at 9");
+  const card = page.locator("[data-testid=ui-card]").last();
+  await card.waitFor();
+  await idle(page);
+  assert.equal(await card.getAttribute("lang"), "zh-CN");
+  assert.equal(await card.getAttribute("dir"), "ltr");
+  assert.equal(await card.locator("dt").first().textContent(), "时间");
+  assert.match(await card.locator("dd").first().textContent(), /周.*09:00\s*[–至-]\s*10:00 \(Europe\/London\)$/);
+  check();
+});
+
 browserTest("with --jwt-secret the app asks for a token and keeps it for the tab", async () => {
   const allowed = [/status of 401/];
   const { page, context, check } = await app(secured.base, { allowed });
   const box = page.getByTestId("token-input");
   await box.waitFor();
   await page.screenshot({ path: join(OUT, "token-1280.png") });
+  await axe(page, "JWT sign-in");
   await box.fill(jwt("a-different-secret", { sub: "mallory", exp: Math.floor(Date.now() / 1000) + 3600 }));
   await page.getByRole("button", { name: "Continue" }).click();
   await page.getByTestId("token-error").waitFor();
@@ -530,7 +600,18 @@ browserTest("keyboard and screen readers: every control is named and reachable; 
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 0, `${hash}: ${overflow}px sideways`);
     await page.screenshot({ path: join(OUT, `${hash.slice(2)}-390.png`) });
+    await axe(page, `${hash} at 390 px`);
   }
+  // The thread list is a sheet at 390 px: a modal dialog, Escape closes it.
+  await page.goto(`${front.base}/#/chat`);
+  await page.getByTestId("threads-toggle").click();
+  const sheet = page.getByTestId("threads-sheet");
+  await sheet.locator("[data-testid=thread]").first().waitFor();
+  await page.screenshot({ path: join(OUT, "threads-390.png") });
+  await axe(page, "the thread sheet at 390 px");
+  await page.keyboard.press("Escape");
+  await sheet.waitFor({ state: "hidden" });
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "threads-toggle");
   // Keyboard only: skip link to the composer, type, Enter sends.
   await page.goto(`${front.base}/#/chat`);
   await page.locator("#message").waitFor();
@@ -542,6 +623,180 @@ browserTest("keyboard and screen readers: every control is named and reachable; 
   await page.keyboard.press("Enter");
   await page.getByText("You said: typed with the keyboard").waitFor();
   await idle(page);
+  check();
+});
+
+browserTest("keyboard only: send a message, approve a confirm_action, switch threads", async () => {
+  const { page, check } = await app(front.base, { hash: "#/chat" });
+  await page.locator("#message").waitFor();
+  await page.waitForFunction(() => /^#\/chat\/.+/.test(location.hash));
+  await idle(page);
+  const start = await page.evaluate(() => location.hash);
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.className), "skip-link");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "message");
+  await page.keyboard.type("please confirm_action before going on");
+  await page.keyboard.press("Enter");
+  const confirm = page.locator("[data-testid=confirm-card]").last();
+  await confirm.getByRole("button", { name: "Approve" }).waitFor();
+  await idle(page);
+  // Back from the message box into the conversation, to Approve.
+  await focusByKeys(page, "[data-testid=confirm-card] button.btn-primary", "Shift+Tab", 20);
+  await page.keyboard.press("Enter");
+  await page.getByText("You said: Approved.").waitFor();
+  await idle(page);
+  assert.equal(await confirm.locator("[data-testid=confirm-answer]").textContent(), "Approved");
+  // Back up to the automation's thread in the list, and open it.
+  const job = (await api(front.base, `/api/v1/automation/jobs/${seeded.jobId}`)).body;
+  assert.notEqual(start, `#/chat/${job.threadId}`);
+  await focusByKeys(page, `.threads-side a[href="#/chat/${job.threadId}"]`, "Shift+Tab");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction((id) => location.hash === `#/chat/${id}`, job.threadId);
+  await page.getByText("You said: status report please").waitFor();
+  check();
+});
+
+browserTest("threads: yesterday's in the list; open, reload, rename; a run streams on in the background; delete behind a dialog", async () => {
+  const { page, check } = await app(front.base, { hash: "#/chat" });
+  const side = page.locator(".threads-side");
+  const yesterday = side.locator(`[data-thread-id="${seeded.threadId}"]`);
+  await yesterday.waitFor();
+  assert.equal(await yesterday.locator(".thread-title").textContent(), "good morning from yesterday");
+  // Newest activity first, as the server lists them, with when each was last active.
+  const threads = (await api(front.base, "/api/v1/agent/threads?limit=100")).body.threads;
+  const listed = threads.map((t) => t.threadId);
+  const seen = threads.find((t) => t.threadId === seeded.threadId);
+  assert.equal(await yesterday.locator("time").getAttribute("datetime"), seen.lastActiveAt);
+  assert.match(await yesterday.locator("time").textContent(), /^(now|\d+ (minute|hour)s? ago|yesterday)$/);
+  const shown = await side.locator("[data-testid=thread]").evaluateAll((els) => els.map((el) => el.dataset.threadId));
+  assert.deepEqual(shown, listed.slice(0, shown.length));
+  await axe(page, "the thread list");
+  await yesterday.locator("a").click();
+  await page.waitForFunction((id) => location.hash === `#/chat/${id}`, seeded.threadId);
+  await page.getByText("You said: good morning from yesterday").waitFor();
+  await page.reload();
+  await page.getByText("You said: good morning from yesterday").waitFor();
+  assert.equal(await page.evaluate(() => location.hash), `#/chat/${seeded.threadId}`);
+  assert.equal(await yesterday.locator("a").getAttribute("aria-current"), "page");
+  // Rename in place.
+  await yesterday.getByRole("button", { name: "Rename: good morning from yesterday" }).click();
+  await yesterday.getByTestId("thread-rename-input").fill("Morning notes");
+  await yesterday.getByTestId("thread-rename-input").press("Enter");
+  await yesterday.locator(".thread-title", { hasText: "Morning notes" }).waitFor();
+  const renamed = (await api(front.base, `/api/v1/agent/threads/${seeded.threadId}`)).body;
+  assert.equal(renamed.title, "Morning notes");
+  assert.equal(renamed.titleSet, true);
+  // A new thread with a long answer; while it streams, back to yesterday's.
+  await page.getByTestId("new-thread").click();
+  await page.locator("[data-testid=empty]").waitFor();
+  const fresh = (await page.evaluate(() => location.hash)).replace("#/chat/", "");
+  await say(page, `background ${LONG}`);
+  const busy = side.locator(`[data-thread-id="${fresh}"]`);
+  await busy.getByTestId("thread-active").waitFor();
+  assert.equal(await side.locator("[data-testid=thread]").first().getAttribute("data-thread-id"), fresh, "the new thread is on top");
+  await yesterday.locator("a").click();
+  await page.getByText("You said: good morning from yesterday").waitFor();
+  await busy.getByTestId("thread-active").waitFor({ state: "detached", timeout: 30_000 });
+  await busy.locator("a").click();
+  const whole = page.getByText(`You said: background ${LONG}`, { exact: true });
+  await whole.waitFor();
+  assert.equal(await whole.count(), 1);
+  // Delete it: a modal dialog that keeps focus, Escape closes it and focus comes back.
+  const remove = busy.getByTestId("thread-delete");
+  await remove.click();
+  const dialog = page.getByTestId("delete-dialog");
+  await dialog.waitFor();
+  await axe(page, "the delete dialog");
+  for (let i = 0; i < 4; i++) {
+    await page.keyboard.press("Tab");
+    assert.ok(await page.evaluate(() => Boolean(document.activeElement?.closest("dialog[open]"))), "focus stays in the dialog");
+  }
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "hidden" });
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "thread-delete");
+  await remove.click();
+  await dialog.getByRole("button", { name: "Delete", exact: true }).click();
+  await busy.waitFor({ state: "detached" });
+  assert.equal((await api(front.base, `/api/v1/agent/threads/${fresh}`)).status, 404);
+  // The newest thread left is opened.
+  const newest = (await api(front.base, "/api/v1/agent/threads?limit=1")).body.threads[0].threadId;
+  await page.waitForFunction((id) => location.hash === `#/chat/${id}`, newest);
+  // Its button went with it: focus lands on "New thread".
+  await page.waitForFunction(() => document.activeElement?.dataset.testid === "new-thread");
+  // An automation's thread is the job's to delete: the server's word, in the dialog.
+  const job = (await api(front.base, `/api/v1/automation/jobs/${seeded.jobId}`)).body;
+  const automated = side.locator(`[data-thread-id="${job.threadId}"]`);
+  await automated.getByTestId("thread-delete").click();
+  await dialog.getByRole("button", { name: "Delete", exact: true }).click();
+  await dialog.getByTestId("delete-error").waitFor();
+  assert.equal(await dialog.getByTestId("delete-error").textContent(), `thread belongs to automation job ${seeded.jobId}: delete the job first`);
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "hidden" });
+  check();
+});
+
+browserTest("a confirmation left pending is asked again after a reload and in another tab; a second answer is refused plainly", async () => {
+  const { page, context, check } = await app(front.base, { hash: "#/chat", allowed: [/status of 409/] });
+  await page.locator("#message").waitFor();
+  await page.getByTestId("new-thread").click();
+  await page.locator("[data-testid=empty]").waitFor();
+  await say(page, "please confirm_action before going on");
+  await page.locator("[data-testid=confirm-card]").getByRole("button", { name: "Approve" }).waitFor();
+  await idle(page);
+  const url = page.url();
+  const threadId = url.split("#/chat/")[1];
+  const pending = (await api(front.base, `/api/v1/agent/threads/${threadId}`)).body.pendingToolCalls;
+  assert.deepEqual(pending.map((p) => p.name), ["confirm_action"]);
+  await page.reload();
+  const again = page.locator("[data-testid=confirm-card]");
+  await again.getByRole("button", { name: "Approve" }).waitFor();
+  // Another tab answers first.
+  const other = await context.newPage();
+  await other.goto(url);
+  await other.locator("[data-testid=confirm-card]").getByRole("button", { name: "Approve" }).click();
+  await other.getByText("You said: Approved.").waitFor();
+  await idle(other);
+  await other.close();
+  // This tab's answer comes second: the server's detail, and the card goes.
+  await again.getByRole("button", { name: "Approve" }).click();
+  const refused = page.locator("[data-testid=notice-error]");
+  await refused.waitFor();
+  assert.match(await refused.textContent(), new RegExp(`tool call ${pending[0].toolCallId} was already answered`));
+  await again.waitFor({ state: "detached" });
+  await idle(page);
+  assert.equal(await page.getByText("You said: Approved.").count(), 0, "the refused turn is not shown as sent");
+  check();
+});
+
+browserTest("threads page by nextCursor: scrolling the list loads the next page", async () => {
+  const token = jwt(SECRET, { sub: "dave", exp: Math.floor(Date.now() / 1000) + 3600 });
+  const auth = { authorization: `Bearer ${token}` };
+  for (let i = 0; i < 33; i++) {
+    const runId = `dave-${i}`;
+    const accepted = await api(secured.base, "/api/v1/agent/runs", {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({
+        threadId: crypto.randomUUID(),
+        runId,
+        messages: [{ id: `${runId}-u`, role: "user", content: `thread ${i}` }],
+        forwardedProps: { runtime_mode: "chat" },
+      }),
+    });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    await waitRun(secured.base, runId, auth);
+  }
+  const { page, context, check } = await app(secured.base, { allowed: [/status of 401/] });
+  await context.addInitScript((t) => sessionStorage.setItem("agwire.token", t), token);
+  await page.reload();
+  const items = page.locator(".threads-side [data-testid=thread]");
+  await page.waitForFunction(() => document.querySelectorAll(".threads-side [data-testid=thread]").length === 30);
+  assert.equal(await items.first().locator(".thread-title").textContent(), "thread 32");
+  await page.locator(".threads-side").evaluate((el) => el.scrollTo(0, el.scrollHeight));
+  await page.waitForFunction(() => document.querySelectorAll(".threads-side [data-testid=thread]").length === 33);
+  assert.equal(await items.last().locator(".thread-title").textContent(), "thread 0");
+  assert.equal(await page.getByTestId("threads-more").count(), 0);
   check();
 });
 

@@ -1,6 +1,7 @@
-// The chat's state outside the components: one thread at a time — its
+// The chat's state outside the components: one controller per thread — its
 // history by day, the agent that runs its turns, the run going now, the
-// frontend tool calls waiting for the user — and the actions on it.
+// frontend tool calls waiting for the user — and the actions on it. A
+// thread's controller outlives the view while its run streams (ChatPool).
 // Components subscribe and redraw at most once per animation frame, however
 // fast events arrive.
 
@@ -8,7 +9,9 @@ import type { AgentSubscriber, Message } from "@ag-ui/client";
 import { ApiError, type Api, type HistorySnapshot, type RunStatus } from "./api";
 import { ServiceAgent, type SeedPart } from "./agent";
 import { CONFIRM, FRONTEND_TOOLS, SET_THEME, parseArgs, runSetTheme } from "./tools";
+import type { ThreadDetail } from "./threads";
 import { fromHistory } from "./view";
+import { t } from "./i18n";
 
 export interface Day {
   day: string;
@@ -26,33 +29,53 @@ export interface UploadedImage {
   filename?: string;
 }
 
-const ACTIVE_RUN_KEY = "agwire.activeRun";
+/** threadId → the run going on it, so a reload reattaches (several threads may run at once). */
+const ACTIVE_RUNS_KEY = "agwire.activeRuns";
 
-function uuid(): string {
+export function uuid(): string {
   return crypto.randomUUID();
 }
 
-function remember(value: { threadId: string; runId: string } | null): void {
+function runs(): Record<string, string> {
   try {
-    if (value) localStorage.setItem(ACTIVE_RUN_KEY, JSON.stringify(value));
-    else localStorage.removeItem(ACTIVE_RUN_KEY);
+    const value = JSON.parse(localStorage.getItem(ACTIVE_RUNS_KEY) ?? "{}") as unknown;
+    if (value && typeof value === "object" && !Array.isArray(value)) {
+      return Object.fromEntries(Object.entries(value).filter((e): e is [string, string] => typeof e[1] === "string"));
+    }
+  } catch {
+    // unreadable: nothing to reattach
+  }
+  return {};
+}
+
+function remember(threadId: string, runId: string | null): void {
+  try {
+    const all = runs();
+    if (runId) all[threadId] = runId;
+    else delete all[threadId];
+    localStorage.setItem(ACTIVE_RUNS_KEY, JSON.stringify(all));
   } catch {
     // storage disabled: a reload will not reattach
   }
 }
 
-function remembered(): { threadId: string; runId: string } | null {
-  try {
-    const value = JSON.parse(localStorage.getItem(ACTIVE_RUN_KEY) ?? "null") as unknown;
-    if (value && typeof value === "object") {
-      const v = value as Record<string, unknown>;
-      if (typeof v.threadId === "string" && typeof v.runId === "string") return { threadId: v.threadId, runId: v.runId };
-    }
-  } catch {
-    // unreadable: nothing to reattach
-  }
-  return null;
+function remembered(threadId: string): string | null {
+  return runs()[threadId] ?? null;
 }
+
+/** A refusal of a tool answer: "tool call <id> was already answered" (409) or "… is not pending in this thread" (422). */
+export function refusedToolCall(error: unknown): string | null {
+  if (!(error instanceof ApiError) || (error.status !== 409 && error.status !== 422)) return null;
+  return /^tool call (\S+) (?:was already answered|is not pending)/.exec(error.detail)?.[1] ?? null;
+}
+
+/** The id of the assistant message that stands for a frontend tool call replayed from the server. */
+const replayedId = (toolCallId: string) => `pending:${toolCallId}`;
+
+const APPROVED = "Approved.";
+const DENIED = "Denied.";
+/** The turns the app writes itself when a confirmation is answered. */
+const confirmation = new Set([APPROVED, DENIED]);
 
 export class ChatController {
   threadId: string;
@@ -79,18 +102,26 @@ export class ChatController {
   private disposed = false;
   /** Bumped by every change of thread: an answer for an older one is dropped. */
   private navigation = 0;
+  /** Told when a run starts (accepted) and when it ends: the thread list follows. */
+  onRun: ((threadId: string, running: boolean) => void) | null = null;
+  /** The tool call the server refused an answer to in the run going now. */
+  private refused: string | null = null;
 
   constructor(
     private readonly api: Api,
     threadId?: string,
+    /** A thread made here, not yet on the server: nothing to load. */
+    fresh = false,
   ) {
     this.threadId = threadId ?? uuid();
     this.agent = this.makeAgent(this.threadId);
+    if (fresh) this.loading = false;
   }
 
   private makeAgent(threadId: string): ServiceAgent {
     const agent = new ServiceAgent(this.api, threadId);
     agent.subscribe({ onMessagesChanged: () => this.changed() });
+    agent.onAccepted = () => this.onRun?.(this.threadId, true);
     agent.onConnection = (state) => {
       this.reconnecting = state === "reconnecting";
       this.changed();
@@ -149,11 +180,14 @@ export class ChatController {
       this.loadError = null;
       this.loading = false;
       this.changed();
-      // History first, then the run's status: a run seen running here had
+      // History first, then the thread's state: a run seen running here had
       // not joined the history read before it, so replaying it duplicates
       // nothing.
-      const active = remembered();
-      if (active && active.threadId === this.threadId) await this.reattach(active.runId);
+      const detail = await this.detail();
+      if (this.disposed || navigation !== this.navigation) return;
+      if (detail) this.replay(detail);
+      const runId = detail ? detail.activeRunId : remembered(this.threadId);
+      if (runId) await this.reattach(runId);
     } catch (error) {
       if (navigation !== this.navigation) return;
       this.loading = false;
@@ -162,26 +196,53 @@ export class ChatController {
     }
   }
 
+  /** The thread's runs and pending calls; null when the server has no such thread (yet) or no threads API. */
+  private async detail(): Promise<ThreadDetail | null> {
+    try {
+      return await this.api.get<ThreadDetail>(`/api/v1/agent/threads/${encodeURIComponent(this.threadId)}`);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Frontend tool calls the thread's runs left unanswered (a reload, another
+   * tab): each confirm_action is asked again, answered like a live one.
+   */
+  private replay(detail: ThreadDetail): void {
+    const shown = new Set(this.agent.messages.flatMap((m) => (m.role === "assistant" ? (m.toolCalls ?? []).map((c) => c.id) : [])));
+    for (const call of detail.pendingToolCalls ?? []) {
+      if (call.name !== CONFIRM || shown.has(call.toolCallId)) continue;
+      this.agent.addMessage({
+        id: replayedId(call.toolCallId),
+        role: "assistant",
+        toolCalls: [{ id: call.toolCallId, type: "function", function: { name: call.name, arguments: call.arguments } }],
+      });
+      this.pendingConfirms.add(call.toolCallId);
+    }
+    this.changed();
+  }
+
+  /** The server refused the answer to `toolCallId`: its card, its answer and the turn that carried them go. */
+  private dropRefused(toolCallId: string, userId: string): void {
+    this.pendingConfirms.delete(toolCallId);
+    this.outbox = this.outbox.filter((a) => a.toolCallId !== toolCallId);
+    const messages = this.agent.messages.flatMap((m) => {
+      if (m.id === userId || (m.role === "tool" && m.toolCallId === toolCallId)) return [];
+      if (m.role === "assistant" && m.toolCalls?.some((c) => c.id === toolCallId)) {
+        const toolCalls = m.toolCalls.filter((c) => c.id !== toolCallId);
+        return toolCalls.length || m.content ? [{ ...m, toolCalls }] : [];
+      }
+      return [m];
+    });
+    this.agent.setMessages(messages);
+  }
+
   private setThread(threadId: string): void {
     if (threadId === this.threadId) return;
     void this.agent.detachActiveRun();
     this.threadId = threadId;
     this.agent = this.makeAgent(threadId);
-  }
-
-  /** A fresh, empty thread (it exists on the server once its first message is sent). */
-  newThread(): void {
-    if (this.running) return;
-    this.navigation++;
-    this.setThread(uuid());
-    this.days = [];
-    this.hasMore = false;
-    this.notices.clear();
-    this.pendingConfirms.clear();
-    this.outbox = [];
-    this.loading = false;
-    this.loadError = null;
-    this.changed();
   }
 
   /** Prepends the day before the earliest one shown. */
@@ -213,11 +274,11 @@ export class ChatController {
     try {
       status = await this.api.get<RunStatus>(`/api/v1/agent/runs/${encodeURIComponent(runId)}`);
     } catch {
-      remember(null);
+      remember(this.threadId, null);
       return;
     }
     if (status.status !== "running" && status.status !== "queued") {
-      remember(null);
+      remember(this.threadId, null);
       return;
     }
     await this.drive(runId, () => this.agent.connectAgent({ runId, tools: FRONTEND_TOOLS }, this.runSubscriber(runId)));
@@ -252,7 +313,16 @@ export class ChatController {
     this.agent.addMessage(local);
     this.agent.prepare({ user: { id: userId, content: images.length === 0 ? trimmed : seed }, toolAnswers: answers });
     const runId = `run-${uuid()}`;
+    this.refused = null;
     await this.drive(runId, () => this.agent.runAgent({ runId, tools: FRONTEND_TOOLS }, this.runSubscriber(runId)));
+    const refused = this.refused as string | null;
+    if (refused) {
+      this.refused = null;
+      this.dropRefused(refused, userId);
+      // What the user typed still goes, without the answer nobody waits for.
+      const typed = trimmed && !confirmation.has(trimmed);
+      if (typed || images.length) await this.send(text, images);
+    }
   }
 
   /** Answers a pending confirm_action and sends the decision as the next turn. */
@@ -260,7 +330,7 @@ export class ChatController {
     if (!this.pendingConfirms.has(toolCallId) || this.running) return;
     this.pendingConfirms.delete(toolCallId);
     this.answer(toolCallId, JSON.stringify({ approved }));
-    await this.send(approved ? "Approved." : "Denied.");
+    await this.send(approved ? APPROVED : DENIED);
   }
 
   /** Records a frontend tool's answer: shown at once, sent with the next user message. */
@@ -278,7 +348,7 @@ export class ChatController {
       await this.api.json("POST", `/api/v1/agent/runs/${encodeURIComponent(this.runId)}/cancel`, {});
     } catch (error) {
       this.stopping = false;
-      this.notices.set(this.agent.messages.length, { kind: "error", text: `Could not stop: ${String((error as Error).message)}` });
+      this.notices.set(this.agent.messages.length, { kind: "error", text: t("chat.couldNotStop", { error: String((error as Error).message) }) });
       this.changed();
     }
   }
@@ -303,17 +373,18 @@ export class ChatController {
         this.changed();
       },
       onRunErrorEvent: ({ event }) => {
-        noticeAt({ kind: "error", text: event.message || "The run failed." });
+        noticeAt({ kind: "error", text: event.message || t("chat.runFailed") });
         this.changed();
       },
       onRunFinishedEvent: (params) => {
-        if (params.outcome === "cancelled") noticeAt({ kind: "stopped", text: "Stopped." });
+        if (params.outcome === "cancelled") noticeAt({ kind: "stopped", text: t("chat.stopped") });
         if (params.outcome === "success") handBack = params.pendingToolCallIds;
         this.changed();
       },
       onRunFailed: ({ error }) => {
+        this.refused = refusedToolCall(error);
         const text = error instanceof ApiError ? error.detail : error.message;
-        noticeAt({ kind: "error", text: this.runId === runId && this.reconnecting ? `Connection lost: ${text}` : text });
+        noticeAt({ kind: "error", text: this.runId === runId && this.reconnecting ? t("chat.connectionLost", { error: text }) : text });
         this.changed();
         // Shown in the thread; the client need not log and rethrow it.
         return { stopPropagation: true } as never;
@@ -345,7 +416,7 @@ export class ChatController {
     this.runId = runId;
     this.step = null;
     this.reconnecting = false;
-    remember({ threadId: this.threadId, runId });
+    remember(this.threadId, runId);
     this.changed();
     this.afterRun = null;
     try {
@@ -360,8 +431,86 @@ export class ChatController {
       this.stopping = false;
       this.step = null;
       this.reconnecting = false;
-      remember(null);
+      remember(this.threadId, null);
       this.changed();
+      this.onRun?.(this.threadId, false);
     }
+  }
+}
+
+/**
+ * One ChatController per thread: the one shown, and any other whose run is
+ * still going (it streams on in the background and is let go when it ends).
+ */
+export class ChatPool {
+  private chats = new Map<string, ChatController>();
+  current: ChatController | null = null;
+
+  constructor(
+    private readonly api: Api,
+    /** A run started or ended on a thread (the list follows). */
+    private readonly onRun: (threadId: string, running: boolean) => void,
+  ) {}
+
+  private make(threadId?: string, fresh = false): ChatController {
+    const chat = new ChatController(this.api, threadId, fresh);
+    chat.onRun = (id, running) => {
+      this.onRun(id, running);
+      if (!running) this.release();
+    };
+    return chat;
+  }
+
+  /** Shows `threadId`'s controller, opened on first use; `fresh`: a thread made here. */
+  show(threadId: string, fresh = false): ChatController {
+    let chat = this.chats.get(threadId);
+    if (!chat) {
+      chat = this.make(threadId, fresh);
+      this.chats.set(threadId, chat);
+      if (!fresh) void chat.open(threadId);
+    }
+    this.current = chat;
+    this.release();
+    return chat;
+  }
+
+  /** Shows the latest thread; `opened` gets it once the server said which it is. */
+  showLatest(opened: (chat: ChatController) => void): ChatController {
+    const chat = this.make();
+    this.current = chat;
+    this.release();
+    void chat.open().then(() => {
+      if (this.current !== chat) return;
+      this.chats.set(chat.threadId, chat);
+      opened(chat);
+    });
+    return chat;
+  }
+
+  /** The controllers kept: the one shown and those whose run is going. */
+  live(): ChatController[] {
+    return [...this.chats.values()];
+  }
+
+  /** Forgets a thread (deleted): its controller stops. */
+  forget(threadId: string): void {
+    const chat = this.chats.get(threadId);
+    this.chats.delete(threadId);
+    if (chat && chat !== this.current) chat.dispose();
+  }
+
+  private release(): void {
+    for (const [id, chat] of this.chats) {
+      if (chat !== this.current && !chat.running) {
+        chat.dispose();
+        this.chats.delete(id);
+      }
+    }
+  }
+
+  dispose(): void {
+    for (const chat of this.chats.values()) chat.dispose();
+    this.current?.dispose();
+    this.chats.clear();
   }
 }

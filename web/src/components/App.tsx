@@ -1,25 +1,31 @@
 // The shell: finds out whether the server wants a token (a 401 from
 // /api/v1/me/profile), asks for one if so, then shows the navigation and
-// the page the URL's hash names (#/chat, #/calendar, #/automations[/id]).
+// the page the URL's hash names (#/chat[/threadId], #/calendar,
+// #/automations[/id]); on the chat page, the thread list beside the thread.
 
 import type { JSX } from "preact";
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Api, ApiError, tokenStore, type Profile } from "../api";
-import { ChatController } from "../chat";
+import { ChatPool, uuid, type ChatController } from "../chat";
+import { LANGS, LANG_EVENT, applyLang, lang, t, type Lang } from "../i18n";
+import { ThreadList, type Thread } from "../threads";
 import { THEME_EVENT, applyTheme, storedTheme, type Theme } from "../tools";
 import { Automations } from "./Automations";
 import { Calendar } from "./Calendar";
 import { Chat } from "./Chat";
-import { BoltIcon, CalendarIcon, ChatIcon, LogoutIcon, MoonIcon, SunIcon } from "./icons";
+import { BoltIcon, CalendarIcon, ChatIcon, CloseIcon, LogoutIcon, MoonIcon, SunIcon } from "./icons";
+import { DeleteDialog, Modal, Threads } from "./Threads";
 
-type Route = { page: "chat" } | { page: "calendar" } | { page: "automations"; jobId: string | null };
+type Route = { page: "chat"; threadId: string | null } | { page: "calendar" } | { page: "automations"; jobId: string | null };
 
-function route(hash: string): Route {
+export function route(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/");
   if (parts[0] === "calendar") return { page: "calendar" };
   if (parts[0] === "automations") return { page: "automations", jobId: parts[1] ? decodeURIComponent(parts[1]) : null };
-  return { page: "chat" };
+  return { page: "chat", threadId: parts[0] === "chat" && parts[1] ? decodeURIComponent(parts[1]) : null };
 }
+
+const chatHash = (threadId: string) => `#/chat/${encodeURIComponent(threadId)}`;
 
 function useRoute(): Route {
   const [current, setCurrent] = useState(() => route(location.hash));
@@ -33,7 +39,39 @@ function useRoute(): Route {
 
 type Session = { state: "checking" } | { state: "token"; error: string | null } | { state: "ready"; profile: Profile } | { state: "down"; error: string };
 
+/** Redraws the caller when the language changes. */
+function useLang(): Lang {
+  const [current, setCurrent] = useState(lang());
+  useEffect(() => {
+    const on = () => setCurrent(lang());
+    addEventListener(LANG_EVENT, on);
+    return () => removeEventListener(LANG_EVENT, on);
+  }, []);
+  return current;
+}
+
+function LanguagePicker(): JSX.Element {
+  const current = useLang();
+  return (
+    <select
+      class="lang-select"
+      aria-label={t("nav.language")}
+      title={t("nav.language")}
+      value={current}
+      onChange={(e) => applyLang((e.currentTarget as HTMLSelectElement).value as Lang, true)}
+      data-testid="language"
+    >
+      {LANGS.map((l) => (
+        <option key={l.lang} value={l.lang} lang={l.lang}>
+          {l.name}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 export function App(): JSX.Element {
+  useLang();
   const api = useMemo(() => new Api(tokenStore.get()), []);
   const [session, setSession] = useState<Session>({ state: "checking" });
 
@@ -46,7 +84,7 @@ export function App(): JSX.Element {
       if (e instanceof ApiError && e.status === 401) {
         api.token = null;
         tokenStore.set(null);
-        setSession({ state: "token", error: hadToken ? `The token was refused: ${e.detail}` : null });
+        setSession({ state: "token", error: hadToken ? t("gate.refused", { detail: e.detail }) : null });
       } else {
         setSession({ state: "down", error: e instanceof Error ? e.message : String(e) });
       }
@@ -57,7 +95,7 @@ export function App(): JSX.Element {
     api.onUnauthorized = () => {
       api.token = null;
       tokenStore.set(null);
-      setSession({ state: "token", error: "Your token was refused or has expired." });
+      setSession({ state: "token", error: t("gate.expired") });
     };
     void check();
   }, [api]);
@@ -69,10 +107,10 @@ export function App(): JSX.Element {
         <div class="gate-card">
           <h1>agwire</h1>
           <p class="error-text" role="alert">
-            The service did not answer: {session.error}
+            {t("gate.down", { error: session.error })}
           </p>
           <button type="button" class="btn btn-primary" onClick={() => void check()}>
-            Try again
+            {t("gate.retry")}
           </button>
         </div>
       </main>
@@ -122,9 +160,9 @@ function TokenGate({ error, onToken }: { error: string | null; onToken(token: st
         }}
         aria-labelledby="gate-title"
       >
-        <h1 id="gate-title">Sign in to agwire</h1>
-        <p class="muted">This service needs a bearer token (an HS256 JWT). It is kept for this tab only.</p>
-        <label for="token">Bearer token</label>
+        <h1 id="gate-title">{t("gate.title")}</h1>
+        <p class="muted">{t("gate.help")}</p>
+        <label for="token">{t("gate.token")}</label>
         <textarea
           id="token"
           rows={4}
@@ -141,7 +179,7 @@ function TokenGate({ error, onToken }: { error: string | null; onToken(token: st
           </p>
         )}
         <button type="submit" class="btn btn-primary" disabled={!value.trim()}>
-          Continue
+          {t("gate.continue")}
         </button>
       </form>
     </main>
@@ -161,11 +199,46 @@ function Shell({
 }): JSX.Element {
   const current = useRoute();
   const [theme, setTheme] = useState<Theme>(storedTheme());
-  const chat = useMemo(() => new ChatController(api), [api]);
+  const threads = useMemo(() => new ThreadList(api), [api]);
+  const [, redraw] = useState(0);
+  const pool = useMemo(
+    () =>
+      new ChatPool(api, (threadId) => {
+        // A run started or ended: the thread moves up and shows (or stops showing) it.
+        void threads.touch(threadId);
+        redraw((v) => v + 1);
+      }),
+    [api, threads],
+  );
+  /** Threads made in this tab that the server has not seen yet. */
+  const fresh = useRef(new Set<string>());
+  const [chat, setChat] = useState<ChatController | null>(null);
+  const [sheet, setSheet] = useState(false);
+  const sheetOpener = useRef<HTMLElement | null>(null);
+  const [deleting, setDeleting] = useState<{ thread: Thread; opener: HTMLElement } | null>(null);
   useEffect(() => {
-    void chat.open();
-    return () => chat.dispose();
-  }, [chat]);
+    // The header shows the current thread's title from the list.
+    const off = threads.subscribe(() => redraw((v) => v + 1));
+    void threads.refresh();
+    return () => {
+      off();
+      pool.dispose();
+    };
+  }, [pool]);
+  const chatThread = current.page === "chat" ? current.threadId : undefined;
+  useEffect(() => {
+    if (chatThread === undefined) return;
+    if (chatThread) setChat(pool.show(chatThread, fresh.current.has(chatThread)));
+    // #/chat: the thread shown last, else the latest (then its own URL).
+    else if (pool.current) location.replace(chatHash(pool.current.threadId));
+    else setChat(pool.showLatest((opened) => location.replace(chatHash(opened.threadId))));
+  }, [chatThread]);
+  const newThread = () => {
+    const id = uuid();
+    fresh.current.add(id);
+    location.hash = chatHash(id);
+  };
+  const running = new Set(pool.live().filter((c) => c.running).map((c) => c.threadId));
   useEffect(() => {
     const on = () => setTheme(storedTheme());
     addEventListener(THEME_EVENT, on);
@@ -175,7 +248,7 @@ function Shell({
   const dayZone = typeof profile.settings.timezone === "string" && profile.settings.timezone ? profile.settings.timezone : "UTC";
   const dark = theme === "dark" || (theme === "system" && matchMedia("(prefers-color-scheme: dark)").matches);
   const link = (page: Route["page"], label: string, icon: JSX.Element) => (
-    <a href={`#/${page}`} class={`nav-link${current.page === page ? " active" : ""}`} aria-current={current.page === page ? "page" : undefined}>
+    <a href={page === "chat" && pool.current ? chatHash(pool.current.threadId) : `#/${page}`} class={`nav-link${current.page === page ? " active" : ""}`} aria-current={current.page === page ? "page" : undefined}>
       {icon}
       <span>{label}</span>
     </a>
@@ -193,24 +266,25 @@ function Shell({
           }
         }}
       >
-        Skip to the message box
+        {t("nav.skip")}
       </a>
-      <nav class="nav" aria-label="Main">
-        <div class="brand" aria-label="agwire">
+      <nav class="nav" aria-label={t("nav.main")}>
+        <div class="brand">
           <span class="brand-mark" aria-hidden="true" />
           <span class="brand-name">agwire</span>
         </div>
         <div class="nav-links">
-          {link("chat", "Chat", <ChatIcon />)}
-          {link("calendar", "Calendar", <CalendarIcon />)}
-          {link("automations", "Automations", <BoltIcon />)}
+          {link("chat", t("nav.chat"), <ChatIcon />)}
+          {link("calendar", t("nav.calendar"), <CalendarIcon />)}
+          {link("automations", t("nav.automations"), <BoltIcon />)}
         </div>
         <div class="nav-tools">
+          <LanguagePicker />
           <button
             type="button"
             class="icon-btn"
-            aria-label={dark ? "Switch to light theme" : "Switch to dark theme"}
-            title="Theme"
+            aria-label={dark ? t("nav.toLight") : t("nav.toDark")}
+            title={t("nav.theme")}
             onClick={() => {
               const next: Theme = dark ? "light" : "dark";
               applyTheme(next);
@@ -219,17 +293,80 @@ function Shell({
             {dark ? <SunIcon /> : <MoonIcon />}
           </button>
           {onSignOut && (
-            <button type="button" class="icon-btn" aria-label="Sign out" title="Sign out" onClick={onSignOut}>
+            <button type="button" class="icon-btn" aria-label={t("nav.signOut")} title={t("nav.signOut")} onClick={onSignOut}>
               <LogoutIcon />
             </button>
           )}
         </div>
       </nav>
       <main class="main" id="main">
-        {current.page === "chat" && <Chat api={api} chat={chat} zone={dayZone} />}
+        {current.page === "chat" && (
+          <div class="chat-page">
+            <nav class="threads-side" aria-label={t("threads.title")}>
+              <Threads
+                list={threads}
+                currentId={chat?.threadId ?? null}
+                running={running}
+                idPrefix="side"
+                onDelete={(thread, opener) => setDeleting({ thread, opener })}
+              />
+            </nav>
+            {chat && (
+              <Chat
+                key={chat.threadId}
+                api={api}
+                chat={chat}
+                zone={dayZone}
+                title={threads.threads.find((th) => th.threadId === chat.threadId)?.title ?? ""}
+                onNewThread={newThread}
+                onOpenThreads={(opener) => {
+                  sheetOpener.current = opener;
+                  setSheet(true);
+                }}
+              />
+            )}
+          </div>
+        )}
         {current.page === "calendar" && <Calendar api={api} profile={profile} onProfile={onProfile} />}
         {current.page === "automations" && <Automations api={api} jobId={current.jobId} />}
       </main>
+      <Modal open={sheet} labelledBy="sheet-threads-title" onClose={() => setSheet(false)} opener={sheetOpener.current} className="sheet" testId="threads-sheet">
+        <button type="button" class="icon-btn sheet-close" aria-label={t("threads.close")} onClick={() => setSheet(false)}>
+          <CloseIcon />
+        </button>
+        {sheet ? (
+          <Threads
+            list={threads}
+            currentId={chat?.threadId ?? null}
+            running={running}
+            idPrefix="sheet"
+            onPick={() => setSheet(false)}
+            onDelete={(thread, opener) => {
+              setSheet(false);
+              setDeleting({ thread, opener });
+            }}
+          />
+        ) : (
+          <></>
+        )}
+      </Modal>
+      <DeleteDialog
+        thread={deleting?.thread ?? null}
+        opener={deleting?.opener ?? null}
+        onCancel={() => setDeleting(null)}
+        remove={async (thread) => {
+          await threads.remove(thread.threadId);
+          pool.forget(thread.threadId);
+        }}
+        onDeleted={(thread) => {
+          setDeleting(null);
+          if (chat?.threadId !== thread.threadId) return;
+          // The newest thread left, else a new one.
+          const next = threads.threads[0];
+          if (next) location.hash = chatHash(next.threadId);
+          else newThread();
+        }}
+      />
     </div>
   );
 }

@@ -9,6 +9,8 @@ import type { Message } from "@ag-ui/client";
 import { ApiError, type Api, type Job, type JobRun, type Schedule } from "../api";
 import { ServiceAgent } from "../agent";
 import { deviceTimeZone } from "../clientTime";
+import { formatDateTime } from "../dates";
+import { dateLocale, t } from "../i18n";
 import { toRows } from "../view";
 import { PlusIcon } from "./icons";
 import { MemoRow, type RowActions } from "./Rows";
@@ -27,8 +29,7 @@ export function describeSchedule(schedule: Schedule): string {
   return `every ${s} seconds`;
 }
 
-const when = (value: string | number | null | undefined) =>
-  value == null ? "—" : new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" }).format(new Date(value));
+const when = (value: string | number | null | undefined) => (value == null ? "—" : formatDateTime(value, dateLocale()));
 
 export function Automations({ api, jobId }: { api: Api; jobId: string | null }): JSX.Element {
   return jobId ? <JobDetail api={api} id={jobId} /> : <JobList api={api} />;
@@ -52,10 +53,10 @@ function JobList({ api }: { api: Api }): JSX.Element {
   return (
     <div class="page">
       <header class="page-head">
-        <h1>Automations</h1>
+        <h1>{t("nav.automations")}</h1>
         {!creating && (
           <button type="button" class="btn btn-primary" onClick={() => setCreating(true)} data-testid="new-job">
-            <PlusIcon /> New automation
+            <PlusIcon /> {t("auto.new")}
           </button>
         )}
       </header>
@@ -74,11 +75,11 @@ function JobList({ api }: { api: Api }): JSX.Element {
             {error}
           </div>
         )}
-        {jobs === null && !error && <div class="muted">Loading…</div>}
+        {jobs === null && !error && <div class="muted">{t("chat.loading")}</div>}
         {jobs?.length === 0 && !creating && (
-          <div class="empty small">No automations yet. An automation runs a prompt on a schedule, on its own thread.</div>
+          <div class="empty small">{t("auto.empty")}</div>
         )}
-        <ul class="jobs" aria-label="Automations">
+        <ul class="jobs" aria-label={t("nav.automations")}>
           {jobs?.map((job) => (
             <JobItem
               key={job.id}
@@ -121,35 +122,35 @@ function JobItem({ api, job, onChange }: { api: Api; job: Job; onChange(job: Job
         <a class="job-name" href={`#/automations/${job.id}`}>
           {job.name}
         </a>
-        <span class={`pill ${job.enabled ? "pill-ok" : "pill-muted"}`}>{job.enabled ? "Active" : "Paused"}</span>
+        <span class={`pill ${job.enabled ? "pill-ok" : "pill-muted"}`}>{job.enabled ? t("auto.active") : t("auto.paused")}</span>
       </div>
       <div class="job-meta muted">
         {describeSchedule(job.schedule)} · {job.timezone}
-        {job.enabled && job.nextRunAt ? ` · next ${when(job.nextRunAt)}` : ""}
-        {job.config.agent ? ` · agent ${job.config.agent}` : ""}
+        {job.enabled && job.nextRunAt ? ` · ${t("auto.next", { when: when(job.nextRunAt) })}` : ""}
+        {job.config.agent ? ` · ${t("auto.agent", { agent: job.config.agent })}` : ""}
       </div>
       <div class="job-prompt">{job.prompt}</div>
       <div class="job-actions">
         <button type="button" class="btn btn-secondary" disabled={busy} onClick={() => void toggle()}>
-          {job.enabled ? "Pause" : "Resume"}
+          {job.enabled ? t("auto.pause") : t("auto.resume")}
         </button>
         {asking ? (
           <>
-            <span class="muted">Delete “{job.name}”?</span>
+            <span class="muted">{t("auto.deleteAsk", { name: job.name })}</span>
             <button type="button" class="btn btn-danger" disabled={busy} onClick={() => void remove()}>
-              Delete
+              {t("auto.delete")}
             </button>
             <button type="button" class="btn btn-secondary" onClick={() => setAsking(false)}>
-              Keep
+              {t("auto.keep")}
             </button>
           </>
         ) : (
           <button type="button" class="btn btn-secondary" onClick={() => setAsking(true)}>
-            Delete…
+            {t("auto.deleteMore")}
           </button>
         )}
         <a class="btn btn-secondary" href={`#/automations/${job.id}`}>
-          Runs
+          {t("auto.runs")}
         </a>
       </div>
       {error && (
@@ -195,23 +196,23 @@ function JobForm({ api, onDone }: { api: Api; onDone(job: Job | null): void }): 
   const value = (set: (v: string) => void) => (e: Event) => set((e.currentTarget as HTMLInputElement).value);
 
   return (
-    <form class="job-form card-surface" onSubmit={(e) => void submit(e)} aria-label="New automation">
+    <form class="job-form card-surface" onSubmit={(e) => void submit(e)} aria-label={t("auto.new")}>
       <div class="field">
-        <label for="job-name">Name</label>
+        <label for="job-name">{t("auto.name")}</label>
         <input id="job-name" value={name} onInput={value(setName)} required maxLength={200} placeholder="Morning briefing" />
       </div>
       <div class="field">
-        <label for="job-prompt">Prompt</label>
+        <label for="job-prompt">{t("auto.prompt")}</label>
         <textarea id="job-prompt" value={prompt} onInput={value(setPrompt)} required rows={3} maxLength={10000} placeholder="What is on my calendar today?" />
       </div>
       <fieldset class="field">
-        <legend>Schedule</legend>
+        <legend>{t("auto.schedule")}</legend>
         <div class="radio-row">
           <label>
-            <input type="radio" name="kind" checked={kind === "interval"} onChange={() => setKind("interval")} /> Every
+            <input type="radio" name="kind" checked={kind === "interval"} onChange={() => setKind("interval")} /> {t("auto.every")}
           </label>
           <input
-            aria-label="Interval"
+            aria-label={t("auto.interval")}
             type="number"
             min="1"
             class="narrow"
@@ -219,23 +220,23 @@ function JobForm({ api, onDone }: { api: Api; onDone(job: Job | null): void }): 
             onInput={value(setEvery)}
             disabled={kind !== "interval"}
           />
-          <select aria-label="Interval unit" value={unit} onChange={value((v) => setUnit(v as typeof unit))} disabled={kind !== "interval"}>
-            <option value="60">minutes</option>
-            <option value="3600">hours</option>
-            <option value="86400">days</option>
+          <select aria-label={t("auto.unit")} value={unit} onChange={value((v) => setUnit(v as typeof unit))} disabled={kind !== "interval"}>
+            <option value="60">{t("auto.minutes")}</option>
+            <option value="3600">{t("auto.hours")}</option>
+            <option value="86400">{t("auto.days")}</option>
           </select>
         </div>
         <div class="radio-row">
           <label>
             <input type="radio" name="kind" checked={kind === "cron"} onChange={() => setKind("cron")} /> Cron
           </label>
-          <input aria-label="Cron expression" value={cron} onInput={value(setCron)} disabled={kind !== "cron"} spellcheck={false} />
-          <span class="muted small">minute hour day month weekday</span>
+          <input aria-label={t("auto.cronExpr")} value={cron} onInput={value(setCron)} disabled={kind !== "cron"} spellcheck={false} />
+          <span class="muted small">{t("auto.cronHelp")}</span>
         </div>
       </fieldset>
       <div class="field-row">
         <div class="field">
-          <label for="job-zone">Time zone</label>
+          <label for="job-zone">{t("auto.zone")}</label>
           <input id="job-zone" value={zone} onInput={value(setZone)} list="timezones-jobs" spellcheck={false} />
           <datalist id="timezones-jobs">
             {useMemo(() => {
@@ -245,7 +246,7 @@ function JobForm({ api, onDone }: { api: Api; onDone(job: Job | null): void }): 
           </datalist>
         </div>
         <div class="field">
-          <label for="job-agent">Agent</label>
+          <label for="job-agent">{t("auto.agentLabel")}</label>
           <input id="job-agent" value={agent} onInput={value(setAgent)} list="agents" placeholder="default" />
           <datalist id="agents">
             <option value="general" />
@@ -254,7 +255,7 @@ function JobForm({ api, onDone }: { api: Api; onDone(job: Job | null): void }): 
         </div>
       </div>
       <fieldset class="field">
-        <legend>Tools (none ticked: the agent's own)</legend>
+        <legend>{t("auto.tools")}</legend>
         <div class="checks">
           {BACKEND_TOOLS.map((t) => (
             <label key={t}>
@@ -275,10 +276,10 @@ function JobForm({ api, onDone }: { api: Api; onDone(job: Job | null): void }): 
       )}
       <div class="form-actions">
         <button type="submit" class="btn btn-primary" disabled={saving}>
-          Create
+          {t("auto.create")}
         </button>
         <button type="button" class="btn btn-secondary" onClick={() => onDone(null)}>
-          Cancel
+          {t("auto.cancel")}
         </button>
       </div>
     </form>
@@ -304,7 +305,7 @@ function JobDetail({ api, id }: { api: Api; id: string }): JSX.Element {
     <div class="page">
       <header class="page-head">
         <h1>
-          <a href="#/automations" class="back" aria-label="Back to automations">
+          <a href="#/automations" class="back" aria-label={t("auto.back")}>
             ←
           </a>{" "}
           {job?.name ?? "Automation"}
@@ -318,10 +319,10 @@ function JobDetail({ api, id }: { api: Api; id: string }): JSX.Element {
         )}
         {job && (
           <div class="job-meta muted">
-            {describeSchedule(job.schedule)} · {job.timezone} · {job.enabled ? `next ${when(job.nextRunAt)}` : "paused"}
+            {describeSchedule(job.schedule)} · {job.timezone} · {job.enabled ? t("auto.next", { when: when(job.nextRunAt) }) : t("auto.pausedLower")}
           </div>
         )}
-        {runs?.length === 0 && <div class="empty small">No runs yet.</div>}
+        {runs?.length === 0 && <div class="empty small">{t("auto.noRuns")}</div>}
         <ul class="runs" aria-label="Runs">
           {runs?.map((run) => (
             <li key={run.runId} class="run" data-testid="job-run">

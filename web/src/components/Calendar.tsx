@@ -6,6 +6,7 @@ import type { JSX } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { ApiError, type Api, type CalendarEvent, type Profile } from "../api";
 import { deviceTimeZone, localIso } from "../clientTime";
+import { dateLocale, t } from "../i18n";
 import { today } from "./Chat";
 
 const DAY_MS = 86_400_000;
@@ -63,27 +64,27 @@ export function Calendar({ api, profile, onProfile }: CalendarProps): JSX.Elemen
     return [...byDay.entries()].sort(([a], [b]) => a.localeCompare(b));
   }, [events, zone]);
 
-  const time = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", timeZone: zone });
-  const dayTitle = new Intl.DateTimeFormat(undefined, { weekday: "long", month: "long", day: "numeric", timeZone: zone });
-  const range = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+  const time = new Intl.DateTimeFormat(dateLocale(), { hour: "2-digit", minute: "2-digit", timeZone: zone });
+  const dayTitle = new Intl.DateTimeFormat(dateLocale(), { weekday: "long", month: "long", day: "numeric", timeZone: zone });
+  const range = new Intl.DateTimeFormat(dateLocale(), { month: "short", day: "numeric" });
   const to = new Date(from.getTime() + (WINDOW_DAYS - 1) * DAY_MS);
 
   return (
     <div class="page">
       <header class="page-head">
-        <h1>Calendar</h1>
+        <h1>{t("nav.calendar")}</h1>
       </header>
       <div class="page-body">
         <ZoneForm api={api} zone={zone} device={device} explicit={Boolean(profile.settings.timezone)} onProfile={onProfile} />
-        <div class="range" role="group" aria-label="Date range">
+        <div class="range" role="group" aria-label={t("cal.range")}>
           <button type="button" class="btn btn-secondary" onClick={() => setFrom(new Date(from.getTime() - WINDOW_DAYS * DAY_MS))}>
-            ← Earlier
+            {t("cal.earlier")}
           </button>
           <span class="range-label">
             {range.format(from)} – {range.format(to)}
           </span>
           <button type="button" class="btn btn-secondary" onClick={() => setFrom(new Date(from.getTime() + WINDOW_DAYS * DAY_MS))}>
-            Later →
+            {t("cal.later")}
           </button>
         </div>
         {error && (
@@ -91,13 +92,13 @@ export function Calendar({ api, profile, onProfile }: CalendarProps): JSX.Elemen
             {error}
           </div>
         )}
-        {events === null && !error && <div class="muted">Loading…</div>}
+        {events === null && !error && <div class="muted">{t("chat.loading")}</div>}
         {events !== null && events.length === 0 && (
           <div class="empty small" data-testid="calendar-empty">
-            No events in these {WINDOW_DAYS} days. Ask the assistant to add one.
+            {t("cal.empty", { n: WINDOW_DAYS })}
           </div>
         )}
-        <ol class="agenda" aria-label="Events">
+        <ol class="agenda" aria-label={t("cal.events")}>
           {days.map(([day, list]) => (
             <li key={day} class="agenda-day">
               <h2 class="agenda-date">{dayTitle.format(new Date(list[0]!.start_utc))}</h2>
@@ -161,7 +162,7 @@ function ZoneForm({
         void save(value.trim());
       }}
     >
-      <label for="timezone">Your time zone</label>
+      <label for="timezone">{t("cal.zone")}</label>
       <div class="zone-row">
         <input
           id="timezone"
@@ -178,7 +179,7 @@ function ZoneForm({
           ))}
         </datalist>
         <button type="submit" class="btn btn-primary" disabled={state.kind === "saving" || !value.trim() || (value === zone && explicit)}>
-          Save
+          {t("cal.save")}
         </button>
       </div>
       <div class="zone-help muted" aria-live="polite">
@@ -187,13 +188,13 @@ function ZoneForm({
             {state.text}
           </span>
         ) : state.kind === "saved" ? (
-          "Saved. History days and the assistant use this zone."
+          t("cal.saved")
         ) : (
           <>
-            {explicit ? "Saved in your profile." : "Not set in your profile yet: history days follow UTC."}{" "}
+            {explicit ? t("cal.explicit") : t("cal.notSet")}{" "}
             {(zone !== device || !explicit) && (
               <button type="button" class="link" onClick={() => void save(device)}>
-                Use this device's zone ({device})
+                {t("cal.useDevice", { zone: device })}
               </button>
             )}
           </>

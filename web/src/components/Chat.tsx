@@ -1,15 +1,17 @@
 // The chat page: the thread's days of history (older ones load as you
 // scroll up), the live run below them, and the composer.
 
-import { Fragment, type JSX } from "preact";
+import type { JSX } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Api } from "../api";
-import type { ChatController, Notice } from "../chat";
+import type { ChatController, Day, Notice } from "../chat";
+import { dateLocale, lang, t } from "../i18n";
 import { isFrontendTool, runSetTheme } from "../tools";
 import { toRows, type Row } from "../view";
 import { Composer } from "./Composer";
-import { PlusIcon } from "./icons";
+import { ListIcon, PlusIcon } from "./icons";
 import { MemoRow, type RowActions } from "./Rows";
+import { Windowed, type WindowItem } from "./Windowed";
 import type { UiAction } from "./UiSchema";
 
 /** YYYY-MM-DD of now in `zone`. */
@@ -19,22 +21,42 @@ export function today(zone: string, now = new Date()): string {
 
 function dayLabel(day: string, zone: string): string {
   const now = today(zone);
-  if (day === now) return "Today";
+  if (day === now) return t("chat.today");
   const [y, m, d] = day.split("-").map(Number) as [number, number, number];
   const date = new Date(Date.UTC(y, m - 1, d, 12));
   const yesterday = today(zone, new Date(Date.now() - 86_400_000));
-  if (day === yesterday) return "Yesterday";
-  return new Intl.DateTimeFormat(undefined, { weekday: "long", month: "long", day: "numeric", timeZone: "UTC" }).format(date);
+  if (day === yesterday) return t("chat.yesterday");
+  return new Intl.DateTimeFormat(dateLocale(), { weekday: "long", month: "long", day: "numeric", timeZone: "UTC" }).format(date);
+}
+
+/** A day's rows, worked out once per loaded day (a 10,000-message day is not re-read per frame). */
+const dayRows = new WeakMap<readonly unknown[], Row[]>();
+function rowsOf(messages: Day["messages"]): Row[] {
+  let rows = dayRows.get(messages);
+  if (!rows) {
+    rows = toRows(messages);
+    dayRows.set(messages, rows);
+  }
+  return rows;
+}
+
+function DaySeparator({ day, zone }: { day: string; zone: string }): JSX.Element {
+  const label = dayLabel(day, zone);
+  return (
+    <div class="day" role="separator" aria-label={label} data-testid="day" data-day={day}>
+      <span>{label}</span>
+    </div>
+  );
 }
 
 function Progress({ step, reconnecting }: { step: string | null; reconnecting: boolean }): JSX.Element {
   const label = reconnecting
-    ? "Reconnecting…"
+    ? t("progress.reconnecting")
     : step === "router"
-      ? "Choosing an agent…"
+      ? t("progress.router")
       : step === "worker"
-        ? "Working…"
-        : "Starting…";
+        ? t("progress.worker")
+        : t("progress.starting");
   return (
     <div class="progress" role="status" data-testid="progress" data-step={step ?? ""}>
       <span class="dots" aria-hidden="true">
@@ -55,7 +77,7 @@ function Progress({ step, reconnecting }: { step: string | null; reconnecting: b
 function NoticeRow({ notice }: { notice: Notice }): JSX.Element {
   return (
     <div class={`notice notice-${notice.kind}`} role={notice.kind === "error" ? "alert" : "status"} data-testid={`notice-${notice.kind}`}>
-      {notice.kind === "error" ? <strong>Error: </strong> : null}
+      {notice.kind === "error" ? <strong>{t("chat.error")}</strong> : null}
       {notice.text}
     </div>
   );
@@ -65,9 +87,14 @@ export interface ChatProps {
   api: Api;
   chat: ChatController;
   zone: string;
+  /** The thread's title in the list ("" when it has none yet). */
+  title: string;
+  onNewThread(): void;
+  /** Opens the thread list (a sheet on narrow screens). */
+  onOpenThreads(opener: HTMLElement): void;
 }
 
-export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
+export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: ChatProps): JSX.Element {
   const [, setVersion] = useState(0);
   useEffect(() => chat.subscribe(() => setVersion((v) => v + 1)), [chat]);
 
@@ -87,9 +114,9 @@ export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
   );
   const onConfirm = useCallback((id: string, approved: boolean) => void chat.confirm(id, approved), [chat]);
   const actions: RowActions = useMemo(
-    () => ({ onAction, onConfirm, pending: new Set(chat.pendingConfirms), busy: chat.running }),
+    () => ({ onAction, onConfirm, pending: new Set(chat.pendingConfirms), busy: chat.running, lang: lang() }),
     // A new object when what rows read from it changes.
-    [onAction, onConfirm, chat.running, [...chat.pendingConfirms].join()],
+    [onAction, onConfirm, chat.running, [...chat.pendingConfirms].join(), lang()],
   );
 
   const loadOlder = useCallback(async () => {
@@ -139,39 +166,70 @@ export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
   const live = toRows(chat.agent.messages);
   const lastDay = chat.days.length ? chat.days[chat.days.length - 1]!.day : null;
   const notices = [...chat.notices.entries()].sort((a, b) => a[0] - b[0]);
-  const liveItems: JSX.Element[] = [];
+  // History and the live run as one list of rows, drawn in a window.
+  const items: WindowItem[] = [];
+  for (const day of chat.days) {
+    items.push({ key: `day:${day.day}`, render: () => <DaySeparator day={day.day} zone={zone} /> });
+    for (const row of rowsOf(day.messages)) items.push({ key: `${row.kind}:${row.id}`, render: () => <MemoRow row={row} actions={actions} /> });
+  }
+  const liveItems: WindowItem[] = [];
   let n = 0;
   const flushNotices = (upTo: number) => {
     while (n < notices.length && notices[n]![0] <= upTo) {
-      liveItems.push(<NoticeRow key={`notice-${notices[n]![0]}`} notice={notices[n]![1]} />);
+      const [at, notice] = notices[n]!;
+      liveItems.push({ key: `notice-${at}`, render: () => <NoticeRow notice={notice} /> });
       n++;
     }
   };
   for (const row of live) {
     flushNotices(row.at);
-    liveItems.push(<MemoRow key={`${row.kind}:${row.id}`} row={row} actions={actions} />);
+    liveItems.push({ key: `${row.kind}:${row.id}`, render: () => <MemoRow row={row} actions={actions} /> });
   }
   flushNotices(Number.POSITIVE_INFINITY);
+  if (liveItems.length > 0 && lastDay !== null && lastDay !== now) {
+    items.push({
+      key: "day:live",
+      render: () => (
+        <div class="day" role="separator" aria-label={t("chat.today")}>
+          <span>{t("chat.today")}</span>
+        </div>
+      ),
+    });
+  }
+  items.push(...liveItems);
 
   const empty = !chat.loading && chat.days.length === 0 && live.length === 0 && liveItems.length === 0;
 
   return (
     <div class="chat">
       <header class="page-head">
-        <h1>Chat</h1>
-        <button type="button" class="btn btn-secondary" onClick={() => chat.newThread()} disabled={chat.running} data-testid="new-thread">
-          <PlusIcon /> New thread
+        <button
+          type="button"
+          class="icon-btn threads-toggle"
+          aria-label={t("threads.open")}
+          title={t("threads.open")}
+          onClick={(e) => onOpenThreads(e.currentTarget as HTMLElement)}
+          data-testid="threads-toggle"
+        >
+          <ListIcon />
+        </button>
+        <h1>
+          {t("chat.title")}
+          {title && <span class="chat-thread-title"> · {title}</span>}
+        </h1>
+        <button type="button" class="btn btn-secondary" onClick={onNewThread} data-testid="new-thread">
+          <PlusIcon /> <span class="btn-label">{t("chat.newThread")}</span>
         </button>
       </header>
       <div class="scroller" ref={scroller} onScroll={onScroll}>
-        <div class="log" role="log" aria-label="Conversation" aria-busy={chat.running} data-testid="log">
+        <div class="log" role="log" aria-label={t("chat.log")} aria-busy={chat.running} data-testid="log">
           <div ref={sentinel} class="sentinel" />
           {chat.hasMore && (
             <button type="button" class="older" onClick={() => void loadOlder()} disabled={chat.loadingOlder} data-testid="load-older">
-              {chat.loadingOlder ? "Loading…" : "Load the previous day"}
+              {chat.loadingOlder ? t("chat.loading") : t("chat.older")}
             </button>
           )}
-          {chat.loading && <div class="muted center">Loading…</div>}
+          {chat.loading && <div class="muted center">{t("chat.loading")}</div>}
           {chat.loadError && (
             <div class="notice notice-error" role="alert">
               {chat.loadError}
@@ -179,26 +237,11 @@ export function Chat({ api, chat, zone }: ChatProps): JSX.Element {
           )}
           {empty && (
             <div class="empty" data-testid="empty">
-              <div class="empty-title">What can I help with?</div>
-              <div class="muted">Ask anything, attach up to three images, or try “put lunch in my calendar tomorrow at 1pm”.</div>
+              <div class="empty-title">{t("chat.emptyTitle")}</div>
+              <div class="muted">{t("chat.emptyHelp")}</div>
             </div>
           )}
-          {chat.days.map((day) => (
-            <Fragment key={day.day}>
-              <div class="day" role="separator" aria-label={dayLabel(day.day, zone)} data-testid="day" data-day={day.day}>
-                <span>{dayLabel(day.day, zone)}</span>
-              </div>
-              {toRows(day.messages).map((row: Row) => (
-                <MemoRow key={`${row.kind}:${row.id}`} row={row} actions={actions} />
-              ))}
-            </Fragment>
-          ))}
-          {liveItems.length > 0 && lastDay !== null && lastDay !== now && (
-            <div class="day" role="separator" aria-label="Today">
-              <span>Today</span>
-            </div>
-          )}
-          {liveItems}
+          <Windowed items={items} scroller={scroller} atEnd={() => stick.current && restore.current == null} />
           {chat.running && <Progress step={chat.step} reconnecting={chat.reconnecting} />}
         </div>
       </div>

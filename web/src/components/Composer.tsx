@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import type { JSX } from "preact";
 import { ApiError, type Api, type Attachment } from "../api";
 import type { UploadedImage } from "../chat";
+import { t } from "../i18n";
 import { CloseIcon, ImageIcon, SendIcon, StopIcon } from "./icons";
 
 export const MAX_IMAGES = 3;
@@ -72,7 +73,7 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
     setNotice(null);
     const room = MAX_IMAGES - picks.filter((p) => p.state !== "error").length;
     const chosen = Array.from(files);
-    if (chosen.length > room) setNotice(`At most ${MAX_IMAGES} images per message.`);
+    if (chosen.length > room) setNotice(t("composer.tooMany", { n: MAX_IMAGES }));
     const added = chosen.slice(0, Math.max(room, 0)).map((f) => {
       const pick: Pick = { key: nextKey++, name: f.name, preview: URL.createObjectURL(f), state: "uploading" };
       void upload(pick.key, f);
@@ -119,20 +120,20 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
         e.preventDefault();
         send();
       }}
-      aria-label="Message composer"
+      aria-label={t("composer.label")}
     >
       {(picks.length > 0 || notice) && (
         <div class="picks" aria-live="polite">
           {picks.map((p) => (
             <div key={p.key} class={`pick pick-${p.state}`} data-testid="attachment-preview">
-              <img src={p.preview} alt={`Preview of ${p.name}`} />
-              {p.state === "uploading" && <span class="pick-status">Uploading…</span>}
+              <img src={p.preview} alt={t("composer.preview", { name: p.name })} />
+              {p.state === "uploading" && <span class="pick-status">{t("composer.uploading")}</span>}
               {p.state === "error" && (
                 <span class="pick-error" role="alert" data-testid="attachment-error">
                   {p.error}
                 </span>
               )}
-              <button type="button" class="pick-remove" aria-label={`Remove ${p.name}`} onClick={() => remove(p.key)}>
+              <button type="button" class="pick-remove" aria-label={t("composer.remove", { name: p.name })} onClick={() => remove(p.key)}>
                 <CloseIcon />
               </button>
             </div>
@@ -153,28 +154,28 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
           multiple
           class="visually-hidden"
           tabIndex={-1}
-          aria-label="Images to attach"
+          aria-label={t("composer.files")}
           onChange={(e) => add((e.currentTarget as HTMLInputElement).files)}
           data-testid="file-input"
         />
         <button
           type="button"
           class="icon-btn"
-          aria-label="Attach images"
-          title="Attach images (up to 3)"
+          aria-label={t("composer.attach")}
+          title={t("composer.attachTitle")}
           disabled={running || picks.length >= MAX_IMAGES}
           onClick={() => file.current?.click()}
         >
           <ImageIcon />
         </button>
         <label for="message" class="visually-hidden">
-          Message
+          {t("composer.message")}
         </label>
         <textarea
           ref={box}
           id="message"
           rows={1}
-          placeholder="Message the assistant…"
+          placeholder={t("composer.placeholder")}
           value={text}
           onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)}
           onKeyDown={onKeyDown}
@@ -182,11 +183,11 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
           disabled={loading}
         />
         {running ? (
-          <button type="button" class="send stop" onClick={onStop} disabled={stopping} aria-label={stopping ? "Stopping" : "Stop the run"}>
+          <button type="button" class="send stop" onClick={onStop} disabled={stopping} aria-label={stopping ? t("composer.stopping") : t("composer.stop")}>
             <StopIcon />
           </button>
         ) : (
-          <button type="submit" class="send" disabled={!canSend} aria-label="Send">
+          <button type="submit" class="send" disabled={!canSend} aria-label={t("composer.send")}>
             <SendIcon />
           </button>
         )}

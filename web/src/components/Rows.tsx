@@ -5,6 +5,7 @@
 import { memo } from "preact/compat";
 import type { JSX } from "preact";
 import { renderMarkdown } from "../markdown";
+import { t } from "../i18n";
 import { CONFIRM, SET_THEME, parseArgs } from "../tools";
 import { sameRow, type Row } from "../view";
 import { ToolIcon } from "./icons";
@@ -17,6 +18,8 @@ export interface RowActions {
   pending: ReadonlySet<string>;
   /** A run is going: cards' buttons wait. */
   busy: boolean;
+  /** The app's language when drawn: a change redraws every row. */
+  lang?: string;
 }
 
 function pretty(text: string | null): string {
@@ -41,9 +44,9 @@ function UserRow({ row }: { row: Extract<Row, { kind: "user" }> }): JSX.Element 
                 target="_blank"
                 rel="noopener noreferrer"
                 class="bubble-image-link"
-                aria-label={`Open attached image ${i + 1}`}
+                aria-label={t("row.openImage", { n: i + 1 })}
               >
-                <img src={image.url} alt={`Attached image ${i + 1}`} class="bubble-image" loading="lazy" data-testid="message-image" />
+                <img src={image.url} alt={t("row.image", { n: i + 1 })} class="bubble-image" loading="lazy" data-testid="message-image" />
               </a>
             ))}
           </div>
@@ -66,7 +69,7 @@ function ReasoningRow({ row }: { row: Extract<Row, { kind: "reasoning" }> }): JS
   return (
     <div class="row row-assistant">
       <details class="reasoning" data-testid="reasoning">
-        <summary>Reasoning</summary>
+        <summary>{t("row.reasoning")}</summary>
         <div class="reasoning-text">{row.text}</div>
       </details>
     </div>
@@ -75,30 +78,30 @@ function ReasoningRow({ row }: { row: Extract<Row, { kind: "reasoning" }> }): JS
 
 function ConfirmCard({ row, actions }: { row: Extract<Row, { kind: "tool" }>; actions: RowActions }): JSX.Element {
   const args = parseArgs(row.args);
-  const question = typeof args.question === "string" && args.question ? args.question : "The assistant asks for your confirmation.";
+  const question = typeof args.question === "string" && args.question ? args.question : t("confirm.default");
   const details = typeof args.details === "string" ? args.details : "";
   const answer = row.result ? parseArgs(row.result) : null;
   const waiting = actions.pending.has(row.id);
   return (
     <div class="row row-assistant">
-      <section class="confirm" aria-label="Confirmation" data-testid="confirm-card">
+      <section class="confirm" aria-label={t("confirm.label")} data-testid="confirm-card">
         <div class="confirm-question">{question}</div>
         {details && <div class="confirm-details">{details}</div>}
         {answer ? (
           <div class={`confirm-answer ${answer.approved ? "ok" : "no"}`} data-testid="confirm-answer">
-            {answer.approved ? "Approved" : answer.dismissed ? "Dismissed" : "Denied"}
+            {answer.approved ? t("confirm.approved") : answer.dismissed ? t("confirm.dismissed") : t("confirm.denied")}
           </div>
         ) : waiting ? (
           <div class="confirm-buttons">
             <button type="button" class="btn btn-primary" disabled={actions.busy} onClick={() => actions.onConfirm(row.id, true)}>
-              Approve
+              {t("confirm.approve")}
             </button>
             <button type="button" class="btn btn-secondary" disabled={actions.busy} onClick={() => actions.onConfirm(row.id, false)}>
-              Deny
+              {t("confirm.deny")}
             </button>
           </div>
         ) : (
-          <div class="confirm-answer">Waiting…</div>
+          <div class="confirm-answer">{t("confirm.waiting")}</div>
         )}
       </section>
     </div>
@@ -114,14 +117,14 @@ function ToolRow({ row }: { row: Extract<Row, { kind: "tool" }> }): JSX.Element 
         <summary>
           <ToolIcon />
           <span class="tool-name">{label}</span>
-          <span class={`tool-state tool-state-${state}`}>{state === "running" ? "running…" : state === "error" ? "failed" : "done"}</span>
+          <span class={`tool-state tool-state-${state}`}>{state === "running" ? t("row.running") : state === "error" ? t("row.failed") : t("row.done")}</span>
         </summary>
         <div class="tool-body">
-          <div class="tool-label">Arguments</div>
+          <div class="tool-label">{t("row.arguments")}</div>
           <pre class="tool-json">{pretty(row.args) || "{}"}</pre>
           {row.result != null && (
             <>
-              <div class="tool-label">Result</div>
+              <div class="tool-label">{t("row.result")}</div>
               <pre class="tool-json" data-testid="tool-result">{pretty(row.result)}</pre>
             </>
           )}
@@ -154,7 +157,7 @@ function RowView({ row, actions }: { row: Row; actions: RowActions }): JSX.Eleme
 
 /** A row, redrawn only when what it shows changed. */
 export const MemoRow = memo(RowView, (a, b) => {
-  if (!sameRow(a.row, b.row)) return false;
+  if (!sameRow(a.row, b.row) || a.actions.lang !== b.actions.lang) return false;
   if (a.row.kind === "tool" && a.row.name === CONFIRM) {
     return a.actions.busy === b.actions.busy && a.actions.pending.has(a.row.id) === b.actions.pending.has(b.row.id);
   }

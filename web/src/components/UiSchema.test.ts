@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { describeSchedule } from "./Automations";
-import { parseAction, safeUrl } from "./UiSchema";
+import { cardLocale, kvRows, parseAction, safeUrl } from "./UiSchema";
 
 describe("UiSchema values", () => {
   it("only http(s) URLs (and absolute paths for images)", () => {
@@ -32,5 +32,36 @@ describe("UiSchema values", () => {
     expect(describeSchedule({ every_seconds: 7200 })).toBe("every 2 hours");
     expect(describeSchedule({ every_seconds: 86400 })).toBe("every day");
     expect(describeSchedule({ every_seconds: 90 })).toBe("every 90 seconds");
+  });
+});
+
+describe("kv dates", () => {
+  const event = [
+    { label: "Start", value: "2026-11-27T09:00:00+00:00" },
+    { label: "End", value: "2026-11-27T10:00:00+00:00" },
+    { label: "Time zone", value: "UTC" },
+  ];
+
+  it("a start and an end become one range in the card's zone", () => {
+    expect(kvRows(event, "en-GB")).toEqual([
+      { label: "When", value: "Fri 27 Nov, 09:00–10:00 (UTC)", datetime: "2026-11-27T09:00:00+00:00" },
+      { label: "Time zone", value: "UTC" },
+    ]);
+    // A card in Chinese says when in Chinese.
+    expect(kvRows(event, "zh-CN")[0]!.label).toBe("时间");
+  });
+
+  it("a lone date-time is written out; other values stay as they are", () => {
+    expect(kvRows([{ label: "Due", value: "2026-11-27T09:00:00Z" }, { label: "Zone", value: "Europe/Paris" }, { label: "n", value: 3 }], "en-GB")).toEqual([
+      { label: "Due", value: "Fri 27 Nov, 10:00 (Europe/Paris)", datetime: "2026-11-27T09:00:00Z" },
+      { label: "Zone", value: "Europe/Paris" },
+      { label: "n", value: "3" },
+    ]);
+  });
+
+  it("a card's locale is refined by the reader's region, never replaced by another language", () => {
+    expect(cardLocale("en", "en-GB")).toBe("en-GB");
+    expect(cardLocale("zh-CN", "en-GB")).toBe("zh-CN");
+    expect(cardLocale("", "en-US")).toBe("en-US");
   });
 });

@@ -4,6 +4,8 @@
 // document's own limits (200 nodes, 8 levels) hold here too.
 
 import type { JSX } from "preact";
+import { formatWhen, isIsoDateTime, isZone } from "../dates";
+import { dateLocale, dirOf, format, lang, langOf } from "../i18n";
 
 export type UiAction =
   | { type: "message"; text: string }
@@ -47,7 +49,47 @@ export function parseAction(value: unknown): UiAction | null {
   return null;
 }
 
+export interface KvRow {
+  label: string;
+  value: string;
+  /** The ISO instant a formatted value stands for (a `<time datetime>`). */
+  datetime?: string;
+}
+
+/**
+ * A kv node's rows as the reader sees them: ISO date-times written in
+ * `locale` and in the zone the card names (a value that is an IANA zone);
+ * exactly two of them (a start and an end) become one "When" range.
+ */
+export function kvRows(items: unknown[], locale: string): KvRow[] {
+  const rows: KvRow[] = items.map((item) => {
+    const it = (item ?? {}) as Record<string, unknown>;
+    return { label: str(it.label), value: str(it.value, it.value == null ? "" : String(it.value)) };
+  });
+  const zone = rows.find((r) => (r.value.includes("/") || r.value === "UTC") && isZone(r.value))?.value ?? null;
+  const instants = rows.flatMap((r, i) => (isIsoDateTime(r.value) ? [i] : []));
+  if (instants.length === 2) {
+    const [a, b] = instants as [number, number];
+    const start = rows[a]!.value;
+    const when = { label: format(langOf(locale) ?? lang(), "card.when"), value: formatWhen(start, rows[b]!.value, locale, zone), datetime: start };
+    return rows.flatMap((r, i) => (i === a ? [when] : i === b ? [] : [r]));
+  }
+  return rows.map((r) => (isIsoDateTime(r.value) ? { ...r, value: formatWhen(r.value, null, locale, zone), datetime: r.value } : r));
+}
+
+/**
+ * The locale a card's dates are written in: the card's own (`ui_schema.locale`),
+ * refined to the reader's region when they share a language (a card in
+ * "en" read in en-GB writes 27 Nov), else the reader's.
+ */
+export function cardLocale(card: string, reader: string): string {
+  if (!card) return reader;
+  const primary = (tag: string) => tag.toLowerCase().split(/[-_]/)[0];
+  return primary(card) === primary(reader) ? reader : card;
+}
+
 interface Ctx {
+  locale: string;
   budget: number;
   onAction(action: UiAction): void;
   disabled: boolean;
@@ -89,7 +131,7 @@ function renderNode(node: unknown, depth: number, ctx: Ctx, key: number): JSX.El
     case "text": {
       const role = oneOf(n.role, ["title", "subtitle", "body", "caption", "code"] as const, "body");
       const content = str(n.content);
-      if (role === "title") return <div key={key} class="ui-text ui-title" role="heading" aria-level={3}>{content}</div>;
+      if (role === "title") return <div key={key} class="ui-text ui-title" role="heading" aria-level={2}>{content}</div>;
       if (role === "code") return <pre key={key} class="ui-text ui-code"><code>{content}</code></pre>;
       return <p key={key} class={`ui-text ui-${role}`}>{content}</p>;
     }
@@ -105,15 +147,12 @@ function renderNode(node: unknown, depth: number, ctx: Ctx, key: number): JSX.El
       const items = Array.isArray(n.items) ? n.items : [];
       return (
         <dl key={key} class="ui-kv">
-          {items.map((item, i) => {
-            const it = (item ?? {}) as Record<string, unknown>;
-            return (
-              <div class="ui-kv-row" key={i}>
-                <dt>{str(it.label)}</dt>
-                <dd>{str(it.value, it.value == null ? "" : String(it.value))}</dd>
-              </div>
-            );
-          })}
+          {kvRows(items, ctx.locale).map((row, i) => (
+            <div class="ui-kv-row" key={i}>
+              <dt>{row.label}</dt>
+              <dd>{row.datetime ? <time dateTime={row.datetime}>{row.value}</time> : row.value}</dd>
+            </div>
+          ))}
         </dl>
       );
     }
@@ -170,15 +209,17 @@ export function UiSchemaCard({ schema, onAction, disabled = false }: UiSchemaPro
   const s = schema as Record<string, unknown>;
   const status = oneOf(s.status, STATUSES, "info");
   const theme = oneOf(s.theme, ["default", "light", "dark"] as const, "default");
-  const ctx: Ctx = { budget: MAX_NODES, onAction, disabled };
+  const tag = str(s.locale);
+  const ctx: Ctx = { locale: cardLocale(tag, dateLocale()), budget: MAX_NODES, onAction, disabled };
   const root = renderNode(s.root, 1, ctx, 0);
   if (!root) return null;
   return (
     <section
       class={`ui-schema ui-status-${status}`}
       data-theme={theme === "default" ? undefined : theme}
-      lang={str(s.locale) || undefined}
-      aria-label="Card"
+      lang={tag || undefined}
+      dir={tag ? dirOf(tag) : undefined}
+      aria-label={format(langOf(tag) ?? lang(), "row.card")}
       data-testid="ui-card"
     >
       {root}
