@@ -199,6 +199,22 @@ fn is_id(id: &str) -> bool {
     uuid::Uuid::try_parse(id).is_ok()
 }
 
+/// The attachment ids stored messages refer to (`attachment:{id}`
+/// anywhere in their JSON), each once, in order of first mention.
+pub fn references<'a>(bodies: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for body in bodies {
+        for (at, _) in body.match_indices(REFERENCE_PREFIX) {
+            let rest = &body[at + REFERENCE_PREFIX.len()..];
+            let Some(id) = rest.get(..36) else { continue };
+            if is_id(id) && !ids.iter().any(|known| known == id) {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    ids
+}
+
 /// The image type the bytes are, judged by their signature (not by what the
 /// client claims).
 pub fn sniff(bytes: &[u8]) -> Option<&'static str> {

@@ -49,6 +49,31 @@ pub enum Error {
         /// The run.
         task_id: String,
     },
+    /// A turn's tool message answers a call its thread never left pending.
+    #[error("tool call {tool_call_id} is not pending in this thread")]
+    ToolCallNotPending {
+        /// The `toolCallId` answered.
+        tool_call_id: String,
+    },
+    /// A turn's tool message answers a call an earlier turn answered.
+    #[error("tool call {tool_call_id} was already answered")]
+    ToolCallAnswered {
+        /// The `toolCallId` answered.
+        tool_call_id: String,
+    },
+    /// A turn's tool message answers a call an earlier turn went on
+    /// without answering (it is closed, unanswered).
+    #[error("tool call {tool_call_id} is no longer pending")]
+    ToolCallClosed {
+        /// The `toolCallId` answered.
+        tool_call_id: String,
+    },
+    /// The thread is an automation job's: it goes when the job does.
+    #[error("the thread belongs to automation job {job_id}")]
+    ThreadOfJob {
+        /// The job.
+        job_id: String,
+    },
     /// A new job's thread id is already some thread's.
     #[error("the job's thread id is already in use")]
     JobThreadTaken,

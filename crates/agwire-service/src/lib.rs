@@ -14,6 +14,7 @@ mod metrics;
 pub mod run;
 mod service;
 pub mod store;
+pub mod threads;
 pub mod validate;
 
 pub use brain::builtin::BuiltinAgent;

@@ -13,5 +13,6 @@ mod pipeline;
 mod runs;
 mod service;
 mod store_contract;
+mod threads;
 mod validate;
 mod validation_http;

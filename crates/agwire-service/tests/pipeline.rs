@@ -229,6 +229,21 @@ async fn a_frontend_tool_is_handed_back_and_the_next_seed_request_answers_it() {
             pending_tool_call_ids: Some(vec![call_id.clone()])
         })
     );
+    // Pending for the thread, so a reload (another tab, another replica)
+    // asks again.
+    let thread_path = format!("/api/v1/agent/threads/{thread}");
+    let detail = common::get_json(server.addr, &thread_path).await;
+    assert_eq!(
+        detail["pendingToolCalls"].as_array().unwrap().len(),
+        1,
+        "{detail}"
+    );
+    assert_eq!(
+        detail["pendingToolCalls"][0]["toolCallId"],
+        call_id.as_str()
+    );
+    assert_eq!(detail["pendingToolCalls"][0]["name"], "confirm_booking");
+    assert_eq!(detail["pendingToolCalls"][0]["runId"], "fe1");
     // The next request: its one user message, then the tool's answer.
     let mut second = body(&thread, "fe2", "done");
     second["messages"] = json!([
@@ -239,6 +254,22 @@ async fn a_frontend_tool_is_handed_back_and_the_next_seed_request_answers_it() {
     let accepted = post(server.addr, &second, None).await;
     assert_eq!(accepted.status().as_u16(), 202);
     events(server.addr, "fe2", None).await;
+    let detail = common::get_json(server.addr, &thread_path).await;
+    assert_eq!(detail["pendingToolCalls"], json!([]), "{detail}");
+    // The same answer again (another tab that still showed the question):
+    // refused, clearly, and nothing of it kept.
+    let mut third = second.clone();
+    third["runId"] = json!("fe3");
+    let refused = post(server.addr, &third, None).await;
+    assert_eq!(refused.status().as_u16(), 409);
+    assert_eq!(
+        refused.json::<Value>().await.unwrap(),
+        json!({"detail": format!("tool call {call_id} was already answered")})
+    );
+    let missing = reqwest::get(format!("http://{}/api/v1/agent/runs/fe3", server.addr))
+        .await
+        .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
     // The model saw call, answer, then the new turn — in that order.
     let worker = model
         .requests()

@@ -1010,6 +1010,11 @@ mod sqlite {
             // (Undo what later migrations added.)
             "ALTER TABLE runs DROP COLUMN runtime_mode".to_owned(),
             "ALTER TABLE runs DROP COLUMN client_time".to_owned(),
+            "DROP TABLE tool_calls".to_owned(),
+            "DROP INDEX jobs_by_thread".to_owned(),
+            "DROP INDEX threads_by_user_activity".to_owned(),
+            "CREATE INDEX threads_by_user ON threads (user_id, last_active_at)".to_owned(),
+            "ALTER TABLE threads DROP COLUMN title".to_owned(),
             job("fresh", "thread-fresh"),
             job("taken", "thread-taken"),
             "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('thread-taken', 'bob', 1, 1)".to_owned(),
@@ -1545,4 +1550,447 @@ async fn a_batch_postgresql_undid_goes_again_call_by_call() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(seen, 1, "the batch was undone by a deadlock");
+}
+
+// Threads as their owner manages them (issue 27): the list, titles, the
+// frontend tool calls a thread waits on, deletion.
+
+/// An agent-run turn: its user message, then tool messages answering
+/// `answers` (tool call ids).
+fn answering(thread: &str, run_id: &str, answers: &[&str]) -> RunAgentInput {
+    let mut messages =
+        vec![json!({"id": format!("{run_id}-u"), "role": "user", "content": run_id})];
+    for id in answers {
+        messages.push(json!({"id": format!("{run_id}-{id}"), "role": "tool", "toolCallId": id, "content": "approved"}));
+    }
+    let body = json!({
+        "threadId": thread, "runId": run_id, "messages": messages,
+        "forwardedProps": {"runtime_mode": "chat"}
+    });
+    validate_run(body.to_string().as_bytes(), &Rules::default())
+        .unwrap()
+        .input
+}
+
+/// Accepts a run at `now_ms`, claims and ends it, leaving `asks` (tool
+/// call ids of a `confirm_action`) pending.
+async fn turn(
+    store: &dyn Store,
+    user: &str,
+    input: &RunAgentInput,
+    now_ms: i64,
+    asks: &[&str],
+) -> Result<(), Error> {
+    let run = NewRun {
+        now_ms,
+        ..new_run(user, input, &input.run_id)
+    };
+    let accepted = store.accept_run(run).await?;
+    claim_all(store).await;
+    let calls: Vec<serde_json::Value> = asks
+        .iter()
+        .map(|id| json!({"id": id, "type": "function", "function": {"name": "confirm_action", "arguments": "{\"action\":\"book\"}"}}))
+        .collect();
+    let output: Vec<Message> = if asks.is_empty() {
+        Vec::new()
+    } else {
+        vec![serde_json::from_value(json!({"id": format!("{}-a", input.run_id), "role": "assistant", "toolCalls": calls})).unwrap()]
+    };
+    let terminal = Event::RunFinished(RunFinishedEvent {
+        thread_id: input.thread_id.clone(),
+        run_id: input.run_id.clone(),
+        result: None,
+        outcome: (!asks.is_empty()).then(|| agwire_core::RunFinishedOutcome::Success {
+            pending_tool_call_ids: Some(asks.iter().map(|s| (*s).to_owned()).collect()),
+        }),
+        usage: None,
+        base: BaseEvent::default(),
+    });
+    end(store, &accepted.task_id, &terminal, &output).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_users_threads_are_listed_newest_first_in_pages_with_their_titles() {
+    for (backend, store, _database) in backends().await {
+        let (t1, t2, t3, theirs) = (thread(), thread(), thread(), thread());
+        turn(
+            &*store,
+            "alice",
+            &input(&t1, "l1", "first\nsecond line"),
+            10,
+            &[],
+        )
+        .await
+        .unwrap();
+        turn(&*store, "alice", &input(&t2, "l2", "two"), 20, &[])
+            .await
+            .unwrap();
+        turn(&*store, "alice", &input(&t3, "l3", "three"), 30, &[])
+            .await
+            .unwrap();
+        turn(&*store, "bob", &input(&theirs, "l4", "bob's"), 40, &[])
+            .await
+            .unwrap();
+        // t1 active again, last.
+        turn(&*store, "alice", &input(&t1, "l5", "again"), 50, &[])
+            .await
+            .unwrap();
+
+        let page = store.threads("alice", None, 2).await.unwrap();
+        let ids: Vec<&str> = page.iter().map(|t| t.thread_id.as_str()).collect();
+        assert_eq!(ids, [t1.as_str(), t3.as_str()], "{backend}");
+        assert_eq!(
+            agwire_service::threads::title(&page[0]),
+            "first",
+            "{backend}"
+        );
+        assert_eq!(page[0].last_active_at, 50, "{backend}");
+        assert_eq!(page[0].created_at, 10, "{backend}");
+        let last = &page[1];
+        let rest = store
+            .threads("alice", Some((last.last_active_at, &last.thread_id)), 2)
+            .await
+            .unwrap();
+        let ids: Vec<&str> = rest.iter().map(|t| t.thread_id.as_str()).collect();
+        assert_eq!(ids, [t2.as_str()], "{backend}");
+        assert_eq!(
+            store.threads("bob", None, 10).await.unwrap().len(),
+            1,
+            "{backend}"
+        );
+
+        // Titles: the owner's, back to the derived one; never another user's.
+        assert!(
+            store
+                .set_thread_title("alice", &t2, Some("Trip"))
+                .await
+                .unwrap(),
+            "{backend}"
+        );
+        assert!(
+            !store
+                .set_thread_title("bob", &t2, Some("Mine"))
+                .await
+                .unwrap(),
+            "{backend}"
+        );
+        let t = store.thread("alice", &t2).await.unwrap().unwrap();
+        assert_eq!(
+            (agwire_service::threads::title(&t), t.title.is_some()),
+            ("Trip".into(), true),
+            "{backend}"
+        );
+        store.set_thread_title("alice", &t2, None).await.unwrap();
+        let t = store.thread("alice", &t2).await.unwrap().unwrap();
+        assert_eq!(agwire_service::threads::title(&t), "two", "{backend}");
+        assert!(
+            store.thread("bob", &t2).await.unwrap().is_none(),
+            "{backend}"
+        );
+
+        // A waiting run is the thread's active one; a job's thread names it.
+        let busy = input(&t3, "l6", "busy");
+        store
+            .accept_run(new_run("alice", &busy, "l6"))
+            .await
+            .unwrap();
+        let t = store.thread("alice", &t3).await.unwrap().unwrap();
+        assert_eq!(t.active_run_id.as_deref(), Some("l6"), "{backend}");
+        let job_thread = thread();
+        store
+            .create_job(&job("job-27", "alice", &job_thread, None))
+            .await
+            .unwrap();
+        let t = store.thread("alice", &job_thread).await.unwrap().unwrap();
+        assert_eq!(t.job_id.as_deref(), Some("job-27"), "{backend}");
+        assert_eq!(agwire_service::threads::title(&t), "", "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn a_pending_tool_call_is_answered_once_and_a_turn_past_it_closes_it() {
+    for (backend, store, _database) in backends().await {
+        let t = thread();
+        turn(&*store, "alice", &input(&t, "p1", "book it"), 10, &["c1"])
+            .await
+            .unwrap();
+        let pending = store.pending_tool_calls(&t).await.unwrap();
+        assert_eq!(pending.len(), 1, "{backend}");
+        assert_eq!(
+            (
+                pending[0].tool_call_id.as_str(),
+                pending[0].name.as_str(),
+                pending[0].run_id.as_str(),
+                pending[0].asked_at
+            ),
+            ("c1", "confirm_action", "p1", 3),
+            "{backend}"
+        );
+        assert_eq!(pending[0].arguments, r#"{"action":"book"}"#, "{backend}");
+        let before = texts(&*store, &t).await;
+
+        // An answer to a call the thread never asked: refused, nothing kept.
+        let unknown = turn(&*store, "alice", &answering(&t, "p2", &["c9"]), 20, &[]).await;
+        assert!(
+            matches!(unknown, Err(Error::ToolCallNotPending { ref tool_call_id }) if tool_call_id == "c9"),
+            "{backend}: {unknown:?}"
+        );
+        assert_eq!(texts(&*store, &t).await, before, "{backend}");
+        assert!(
+            store.run("alice", "p2").await.unwrap().is_none(),
+            "{backend}"
+        );
+        assert_eq!(
+            store.pending_tool_calls(&t).await.unwrap().len(),
+            1,
+            "{backend}"
+        );
+
+        // The answer: accepted once; the call is no longer pending.
+        turn(&*store, "alice", &answering(&t, "p3", &["c1"]), 30, &["c2"])
+            .await
+            .unwrap();
+        let pending = store.pending_tool_calls(&t).await.unwrap();
+        let ids: Vec<&str> = pending.iter().map(|c| c.tool_call_id.as_str()).collect();
+        assert_eq!(ids, ["c2"], "{backend}");
+        // A second answer (another tab): refused clearly.
+        let again = turn(&*store, "alice", &answering(&t, "p4", &["c1"]), 40, &[]).await;
+        assert!(
+            matches!(again, Err(Error::ToolCallAnswered { ref tool_call_id }) if tool_call_id == "c1"),
+            "{backend}: {again:?}"
+        );
+        assert!(
+            store.run("alice", "p4").await.unwrap().is_none(),
+            "{backend}"
+        );
+
+        // A turn that goes on without answering c2 closes it.
+        turn(&*store, "alice", &input(&t, "p5", "never mind"), 50, &[])
+            .await
+            .unwrap();
+        assert!(
+            store.pending_tool_calls(&t).await.unwrap().is_empty(),
+            "{backend}"
+        );
+        let late = turn(&*store, "alice", &answering(&t, "p6", &["c2"]), 60, &[]).await;
+        assert!(
+            matches!(late, Err(Error::ToolCallClosed { ref tool_call_id }) if tool_call_id == "c2"),
+            "{backend}: {late:?}"
+        );
+
+        // A run that fails leaves nothing pending.
+        let failed = input(&t, "p7", "fail");
+        let accepted = store
+            .accept_run(new_run("alice", &failed, "p7"))
+            .await
+            .unwrap();
+        claim_all(&*store).await;
+        let call: Message = serde_json::from_value(json!({"id": "p7-a", "role": "assistant", "toolCalls": [{"id": "c3", "type": "function", "function": {"name": "confirm_action", "arguments": "{}"}}]})).unwrap();
+        let error = Event::RunError(RunErrorEvent {
+            message: "model down".into(),
+            code: None,
+            usage: None,
+            base: BaseEvent::default(),
+        });
+        end(&*store, &accepted.task_id, &error, &[call]).await;
+        assert!(
+            store.pending_tool_calls(&t).await.unwrap().is_empty(),
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn deleting_a_thread_removes_everything_of_it_and_nothing_else() {
+    for (backend, store, _database) in backends().await {
+        let (gone, kept, bobs) = (thread(), thread(), thread());
+        let (own, shared, bob_png) = (
+            uuid::Uuid::new_v4().to_string(),
+            uuid::Uuid::new_v4().to_string(),
+            uuid::Uuid::new_v4().to_string(),
+        );
+        for (id, user) in [(&own, "alice"), (&shared, "alice"), (&bob_png, "bob")] {
+            store
+                .insert_attachment(id, user, "image/png", b"png", 1)
+                .await
+                .unwrap();
+        }
+        let with_images = |thread: &str, run_id: &str, ids: &[&String]| {
+            let mut parts = vec![json!({"type": "text", "text": "look"})];
+            for id in ids {
+                parts.push(json!({"type": "binary", "mimeType": "image/png", "url": format!("attachment:{id}")}));
+            }
+            let body = json!({
+                "threadId": thread, "runId": run_id,
+                "messages": [{"id": format!("{run_id}-u"), "role": "user", "content": parts}],
+                "forwardedProps": {"runtime_mode": "chat"}
+            });
+            validate_run(body.to_string().as_bytes(), &Rules::default())
+                .unwrap()
+                .input
+        };
+        turn(
+            &*store,
+            "alice",
+            &with_images(&gone, "d1", &[&own, &shared]),
+            10,
+            &["c1"],
+        )
+        .await
+        .unwrap();
+        let second = input(&gone, "d2", "more");
+        let second_task = {
+            turn(&*store, "alice", &answering(&gone, "d2", &["c1"]), 20, &[])
+                .await
+                .unwrap();
+            store
+                .run("alice", &second.run_id)
+                .await
+                .unwrap()
+                .unwrap()
+                .task_id
+        };
+        turn(
+            &*store,
+            "alice",
+            &with_images(&kept, "d3", &[&shared]),
+            30,
+            &[],
+        )
+        .await
+        .unwrap();
+        turn(
+            &*store,
+            "bob",
+            &with_images(&bobs, "d4", &[&bob_png]),
+            40,
+            &[],
+        )
+        .await
+        .unwrap();
+
+        // Not bob's to delete; and a thread with an active run waits.
+        assert!(
+            matches!(
+                store.delete_thread("bob", &gone).await,
+                Err(Error::ThreadNotFound)
+            ),
+            "{backend}"
+        );
+        let busy = input(&gone, "d5", "busy");
+        let queued = store
+            .accept_run(new_run("alice", &busy, "d5"))
+            .await
+            .unwrap();
+        assert!(
+            matches!(
+                store.delete_thread("alice", &gone).await,
+                Err(Error::ThreadBusy)
+            ),
+            "{backend}"
+        );
+        store
+            .cancel_queued(
+                &queued.task_id,
+                &[run_started(&gone, "d5"), finished(&gone, "d5")],
+                50,
+            )
+            .await
+            .unwrap();
+        // An automation job's thread goes with its job.
+        let job_thread = thread();
+        store
+            .create_job(&job("job-d", "alice", &job_thread, None))
+            .await
+            .unwrap();
+        assert!(
+            matches!(store.delete_thread("alice", &job_thread).await, Err(Error::ThreadOfJob { ref job_id }) if job_id == "job-d"),
+            "{backend}"
+        );
+
+        let deleted = store.delete_thread("alice", &gone).await.unwrap();
+        // d1: user, assistant; d2: its answer, user; d5 (the thread was
+        // idle: its message joined at once, though it never ran): user.
+        assert_eq!(
+            (deleted.runs, deleted.messages),
+            (3, 5),
+            "{backend}: {deleted:?}"
+        );
+        assert_eq!(deleted.attachments, std::slice::from_ref(&own), "{backend}");
+        assert!(
+            store.thread("alice", &gone).await.unwrap().is_none(),
+            "{backend}"
+        );
+        assert!(
+            store.thread_owner(&gone).await.unwrap().is_none(),
+            "{backend}"
+        );
+        assert!(
+            store
+                .thread_messages(&gone, &["user", "assistant", "tool"])
+                .await
+                .unwrap()
+                .is_empty(),
+            "{backend}"
+        );
+        assert!(
+            store.pending_tool_calls(&gone).await.unwrap().is_empty(),
+            "{backend}"
+        );
+        for run_id in ["d1", "d2", "d5"] {
+            assert!(
+                store.run("alice", run_id).await.unwrap().is_none(),
+                "{backend}: {run_id}"
+            );
+        }
+        assert!(
+            store
+                .events_after(&second_task, 0)
+                .await
+                .unwrap()
+                .is_empty(),
+            "{backend}"
+        );
+        assert!(store.attachment(&own).await.unwrap().is_none(), "{backend}");
+        assert!(
+            store.attachment_bytes(&own).await.unwrap().is_none(),
+            "{backend}"
+        );
+        // What another thread (or user) still refers to stays.
+        assert!(
+            store.attachment(&shared).await.unwrap().is_some(),
+            "{backend}"
+        );
+        assert_eq!(
+            store.attachment_bytes(&shared).await.unwrap().as_deref(),
+            Some(&b"png"[..]),
+            "{backend}"
+        );
+        assert!(
+            store.attachment(&bob_png).await.unwrap().is_some(),
+            "{backend}"
+        );
+        assert_eq!(texts(&*store, &kept).await, ["look"], "{backend}");
+        assert_eq!(texts(&*store, &bobs).await, ["look"], "{backend}");
+        assert!(store.run("bob", "d4").await.unwrap().is_some(), "{backend}");
+        // Gone is gone: a second delete finds nothing; the id can start anew.
+        assert!(
+            matches!(
+                store.delete_thread("alice", &gone).await,
+                Err(Error::ThreadNotFound)
+            ),
+            "{backend}"
+        );
+        turn(
+            &*store,
+            "alice",
+            &input(&gone, "d6", "fresh start"),
+            60,
+            &[],
+        )
+        .await
+        .unwrap();
+        assert_eq!(texts(&*store, &gone).await, ["fresh start"], "{backend}");
+    }
 }

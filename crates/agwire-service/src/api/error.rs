@@ -77,6 +77,23 @@ impl From<Error> for ApiError {
                 StatusCode::CONFLICT,
                 format!("run {task_id} is not running"),
             ),
+            Error::ToolCallNotPending { tool_call_id } => Self::unprocessable(format!(
+                "tool call {tool_call_id} is not pending in this thread"
+            )),
+            Error::ToolCallAnswered { tool_call_id } => Self::new(
+                StatusCode::CONFLICT,
+                format!("tool call {tool_call_id} was already answered"),
+            ),
+            Error::ToolCallClosed { tool_call_id } => Self::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "tool call {tool_call_id} is no longer pending: a later turn went on without answering it"
+                ),
+            ),
+            Error::ThreadOfJob { job_id } => Self::new(
+                StatusCode::CONFLICT,
+                format!("thread belongs to automation job {job_id}: delete the job first"),
+            ),
             Error::JobThreadTaken => Self::new(
                 StatusCode::CONFLICT,
                 "the job's thread id is already in use",

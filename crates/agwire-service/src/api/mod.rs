@@ -16,6 +16,7 @@ mod profile;
 mod runs;
 mod serve;
 mod stream;
+mod threads;
 
 use std::time::Duration;
 
@@ -124,6 +125,12 @@ impl Service {
             .routes(small(routes!(runs::get_events)))
             .routes(small(routes!(runs::cancel_run)))
             .routes(small(routes!(history::get_history)))
+            .routes(small(routes!(threads::list)))
+            .routes(small(routes!(
+                threads::read,
+                threads::rename,
+                threads::remove
+            )))
             .routes(small(routes!(profile::get_profile, profile::patch_profile)))
             .routes(small(routes!(attachments::download)))
             .routes(small(routes!(jobs::create, jobs::list)))

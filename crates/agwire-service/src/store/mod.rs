@@ -171,10 +171,15 @@ pub trait RunStore: Send + Sync {
     /// nothing stored); with another hash or thread it is
     /// [`Error::RunIdReused`]; a thread of another user is
     /// [`Error::ThreadNotFound`]; a thread with an active run is
-    /// [`Error::ThreadBusy`] — or, with
-    /// `admission.enqueue`, the run is accepted as waiting and its messages
-    /// are kept aside until it is claimed, so a thread reads in the order its
-    /// turns ran. Two accepts racing on one idle thread never both find it
+    /// [`Error::ThreadBusy`] — or, with `admission.enqueue`, the run is
+    /// accepted as waiting and its messages are kept aside until it is
+    /// claimed, so a thread reads in the order its turns ran; on the
+    /// agent-run API (not `whole_history`) a tool message answering a call
+    /// the thread does not hold pending is [`Error::ToolCallNotPending`],
+    /// [`Error::ToolCallAnswered`] or [`Error::ToolCallClosed`]. An accepted
+    /// run closes every pending tool call of its thread, as answered (by
+    /// one of its tool messages) or gone past. Two accepts racing on one
+    /// idle thread never both find it
     /// idle. With `run.start`, a run that can start at once (not waiting) is
     /// also taken for execution in the same write — `running`, exactly as
     /// [`RunStore::claim_runnable`] would leave it — and returned in
@@ -316,10 +321,93 @@ pub struct StoredMessage {
     pub ui_schema: Option<serde_json::Value>,
 }
 
+/// A thread as its owner's list shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRecord {
+    /// Its id.
+    pub thread_id: String,
+    /// The title its owner gave it (`None`: its first user message names
+    /// it, see [`crate::threads::title`]).
+    pub title: Option<String>,
+    /// Its first user message.
+    pub first_user_message: Option<Message>,
+    /// When it was created (ms since the epoch).
+    pub created_at: i64,
+    /// When a run was last accepted on it.
+    pub last_active_at: i64,
+    /// The client run id of its active run (queued or running), if any.
+    pub active_run_id: Option<String>,
+    /// The automation job whose thread it is, if any.
+    pub job_id: Option<String>,
+}
+
+/// A frontend tool call a thread's run left for its client to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingToolCall {
+    /// The call's id (what a tool message's `toolCallId` answers).
+    pub tool_call_id: String,
+    /// The tool.
+    pub name: String,
+    /// Its argument text.
+    pub arguments: String,
+    /// The client run id of the run that asked.
+    pub run_id: String,
+    /// When the run ended (ms since the epoch).
+    pub asked_at: i64,
+}
+
+/// What deleting a thread removed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeletedThread {
+    /// Its runs (their event logs with them).
+    pub runs: u64,
+    /// Its messages.
+    pub messages: u64,
+    /// The attachments its messages referred to that no other thread of its
+    /// owner does (records and bytes).
+    pub attachments: Vec<String>,
+}
+
 /// Threads and their messages (written by [`RunStore`]: accepting, claiming
 /// and ending runs).
 #[async_trait]
 pub trait ThreadStore: Send + Sync {
+    /// `user`'s threads, most recently active first (then by id, descending),
+    /// strictly after `after` (a `(last_active_at, thread_id)` of the
+    /// previous page) — at most `limit`.
+    async fn threads(
+        &self,
+        user: &str,
+        after: Option<(i64, &str)>,
+        limit: u32,
+    ) -> Result<Vec<ThreadRecord>, Error>;
+
+    /// `user`'s thread with this id.
+    async fn thread(&self, user: &str, thread_id: &str) -> Result<Option<ThreadRecord>, Error>;
+
+    /// Sets (`Some`) or clears `user`'s own title of a thread; false when
+    /// `user` has no such thread.
+    async fn set_thread_title(
+        &self,
+        user: &str,
+        thread_id: &str,
+        title: Option<&str>,
+    ) -> Result<bool, Error>;
+
+    /// The frontend tool calls of a thread still waiting for an answer,
+    /// oldest first. A call is pending from the end of the run that made it
+    /// until the next turn accepted on its thread, which answers it or goes
+    /// on without it (see [`RunStore::accept_run`]).
+    async fn pending_tool_calls(&self, thread_id: &str) -> Result<Vec<PendingToolCall>, Error>;
+
+    /// Deletes `user`'s thread with everything of it — runs, event logs,
+    /// messages, tool calls, and the attachments its messages refer to that
+    /// no other thread of `user`'s does — in one transaction, or nothing:
+    /// [`Error::ThreadNotFound`] (not `user`'s), [`Error::ThreadOfJob`] (an
+    /// automation job's), [`Error::ThreadBusy`] (a run is active: cancel it
+    /// first). Other users' data is never touched.
+    async fn delete_thread(&self, user: &str, thread_id: &str) -> Result<DeletedThread, Error>;
+
     /// Who owns a thread.
     async fn thread_owner(&self, thread_id: &str) -> Result<Option<String>, Error>;
 

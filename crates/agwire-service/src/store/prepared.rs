@@ -2,7 +2,7 @@
 //! database (the turn's messages, JSON of the input, the events) is done by
 //! the caller, on its own task; each backend only runs SQL.
 
-use agwire_core::{Message, RunAgentInput};
+use agwire_core::{Event, Message, RunAgentInput, RunFinishedOutcome};
 
 use crate::error::Error;
 use crate::run::RunStatus;
@@ -32,6 +32,13 @@ pub(in crate::store) struct Accept {
     pub(in crate::store) client_time: Option<String>,
     pub(in crate::store) enqueue: bool,
     pub(in crate::store) dedupe: bool,
+    /// The `toolCallId`s the turn's tool messages answer (see
+    /// [`crate::store::RunStore::accept_run`]).
+    pub(in crate::store) answers: Vec<String>,
+    /// Whether every one of `answers` must be pending (the agent-run API:
+    /// a turn answers only what its thread asked, once); a whole history
+    /// (the standard endpoint) settles those that are and ignores the rest.
+    pub(in crate::store) strict_answers: bool,
     /// The turn's messages to add (now, or when the run starts).
     pub(in crate::store) candidates: Vec<MessageRow>,
     /// The same, as the `pending_messages` document of a run that waits.
@@ -67,6 +74,13 @@ impl Accept {
         // reuse ids, and its message must never be dropped.
         let dedupe = run.admission.whole_history;
         let pending = serde_json::json!({"dedupe": dedupe, "messages": candidates}).to_string();
+        let answers = candidates
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool(tool) => Some(tool.tool_call_id.clone()),
+                _ => None,
+            })
+            .collect();
         let task_id = uuid::Uuid::now_v7().to_string();
         let start = run.start.map(|_| crate::store::Claimed {
             task_id: task_id.clone(),
@@ -86,6 +100,8 @@ impl Accept {
             client_time: run.client_time.map(|t| t.to_json().to_string()),
             enqueue: run.admission.enqueue,
             dedupe,
+            answers,
+            strict_answers: !run.admission.whole_history,
             candidates: candidates.into_iter().map(row).collect::<Result<_, _>>()?,
             pending,
             now_ms: run.now_ms,
@@ -103,7 +119,56 @@ pub(in crate::store) struct End {
     pub(in crate::store) output: Vec<MessageRow>,
     /// The last assistant message's id, when the turn's UI goes on it.
     pub(in crate::store) ui_schema: Option<(String, String)>,
+    /// The frontend tool calls the run leaves for its client to answer.
+    pub(in crate::store) asked: Vec<AskedCall>,
     pub(in crate::store) now_ms: i64,
+}
+
+/// A tool call a run left unanswered: id, name, argument text.
+pub(in crate::store) type AskedCall = (String, String, String);
+
+/// The tool calls a run leaves for its client: those its `RUN_FINISHED`
+/// names pending (or, for a finish without an outcome, every call of its
+/// output without an answer there). A run that failed, was cancelled or was
+/// interrupted leaves none.
+fn asked(ending: &Ending<'_>) -> Vec<AskedCall> {
+    let Event::RunFinished(finished) = ending.terminal else {
+        return Vec::new();
+    };
+    let answered: Vec<&str> = ending
+        .output
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(tool) => Some(tool.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let pending = |id: &str| match &finished.outcome {
+        None => !answered.contains(&id),
+        Some(RunFinishedOutcome::Success {
+            pending_tool_call_ids,
+        }) => pending_tool_call_ids
+            .as_ref()
+            .is_some_and(|ids| ids.iter().any(|p| p == id)),
+        Some(_) => false,
+    };
+    ending
+        .output
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant(assistant) => assistant.tool_calls.as_ref(),
+            _ => None,
+        })
+        .flatten()
+        .filter(|call| pending(&call.id))
+        .map(|call| {
+            (
+                call.id.clone(),
+                call.function.name.clone(),
+                call.function.arguments.clone(),
+            )
+        })
+        .collect()
 }
 
 impl End {
@@ -123,6 +188,7 @@ impl End {
                 .ui_schema
                 .zip(last_answer)
                 .map(|(schema, answer)| (answer.id().to_owned(), schema.to_string())),
+            asked: asked(ending),
             now_ms,
         })
     }

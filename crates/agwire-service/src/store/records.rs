@@ -50,6 +50,183 @@ macro_rules! shared_records {
                     })
                     .collect()
             }
+
+            async fn threads(
+                &self,
+                user: &str,
+                after: Option<(i64, &str)>,
+                limit: u32,
+            ) -> Result<Vec<ThreadRecord>, Error> {
+                // No cursor: everything is "after" (i64::MAX, "").
+                let (active, id) = after.unwrap_or((i64::MAX, ""));
+                let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {THREAD_COLUMNS} FROM threads t WHERE t.user_id = $1 \
+                     AND (t.last_active_at < $2 OR (t.last_active_at = $2 AND t.id < $3)) \
+                     ORDER BY t.last_active_at DESC, t.id DESC LIMIT $4"
+                )))
+                .bind(user)
+                .bind(active)
+                .bind(id)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(thread_record).collect()
+            }
+
+            async fn thread(&self, user: &str, thread_id: &str) -> Result<Option<ThreadRecord>, Error> {
+                let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {THREAD_COLUMNS} FROM threads t WHERE t.user_id = $1 AND t.id = $2"
+                )))
+                .bind(user)
+                .bind(thread_id)
+                .fetch_optional(&self.pool)
+                .await?;
+                row.as_ref().map(thread_record).transpose()
+            }
+
+            async fn set_thread_title(
+                &self,
+                user: &str,
+                thread_id: &str,
+                title: Option<&str>,
+            ) -> Result<bool, Error> {
+                let result = sqlx::query("UPDATE threads SET title = $1 WHERE id = $2 AND user_id = $3")
+                    .bind(title)
+                    .bind(thread_id)
+                    .bind(user)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(result.rows_affected() == 1)
+            }
+
+            async fn pending_tool_calls(&self, thread_id: &str) -> Result<Vec<PendingToolCall>, Error> {
+                let rows = sqlx::query(
+                    "SELECT id, name, arguments, run_id, asked_at FROM tool_calls \
+                     WHERE thread_id = $1 AND closed_by IS NULL ORDER BY asked_at, id",
+                )
+                .bind(thread_id)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter()
+                    .map(|row| {
+                        Ok(PendingToolCall {
+                            tool_call_id: row.try_get("id")?,
+                            name: row.try_get("name")?,
+                            arguments: row.try_get("arguments")?,
+                            run_id: row.try_get("run_id")?,
+                            asked_at: row.try_get("asked_at")?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn delete_thread(&self, user: &str, thread_id: &str) -> Result<DeletedThread, Error> {
+                // Locked against every write of the thread (an accept
+                // waits, or sees it gone and starts a new one).
+                let mut tx = self.begin_locked(thread_id).await?;
+                let owner: Option<String> = sqlx::query_scalar("SELECT user_id FROM threads WHERE id = $1")
+                    .bind(thread_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if owner.as_deref() != Some(user) {
+                    return Err(Error::ThreadNotFound);
+                }
+                let job: Option<String> = sqlx::query_scalar("SELECT id FROM automation_jobs WHERE thread_id = $1 LIMIT 1")
+                    .bind(thread_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if let Some(job_id) = job {
+                    return Err(Error::ThreadOfJob { job_id });
+                }
+                let active: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM runs WHERE thread_id = $1 AND status IN ('queued', 'running')",
+                )
+                .bind(thread_id)
+                .fetch_one(&mut *tx)
+                .await?;
+                if active > 0 {
+                    return Err(Error::ThreadBusy);
+                }
+                // The attachments its turns refer to (`attachment:{id}`),
+                // less those another of the owner's threads refers to too.
+                let bodies: Vec<String> = sqlx::query_scalar("SELECT body FROM messages WHERE thread_id = $1 AND role = 'user'")
+                    .bind(thread_id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let mut attachments = Vec::new();
+                for id in crate::attachments::references(bodies.iter().map(String::as_str)) {
+                    let shared: Option<i32> = sqlx::query_scalar(
+                        "SELECT 1 FROM messages m JOIN threads t ON t.id = m.thread_id \
+                         WHERE t.user_id = $1 AND m.thread_id <> $2 AND m.role = 'user' AND m.body LIKE $3 LIMIT 1",
+                    )
+                    .bind(user)
+                    .bind(thread_id)
+                    .bind(format!("%{}{id}%", crate::attachments::REFERENCE_PREFIX))
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    if shared.is_some() {
+                        continue;
+                    }
+                    let removed = sqlx::query("DELETE FROM attachments WHERE id = $1 AND user_id = $2")
+                        .bind(&id)
+                        .bind(user)
+                        .execute(&mut *tx)
+                        .await?;
+                    if removed.rows_affected() == 1 {
+                        attachments.push(id);
+                    }
+                }
+                sqlx::query("DELETE FROM run_events WHERE task_id IN (SELECT task_id FROM runs WHERE thread_id = $1)")
+                    .bind(thread_id)
+                    .execute(&mut *tx)
+                    .await?;
+                let runs = sqlx::query("DELETE FROM runs WHERE thread_id = $1")
+                    .bind(thread_id)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                let messages = sqlx::query("DELETE FROM messages WHERE thread_id = $1")
+                    .bind(thread_id)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                sqlx::query("DELETE FROM tool_calls WHERE thread_id = $1")
+                    .bind(thread_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM threads WHERE id = $1")
+                    .bind(thread_id)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                self.remove_attachment_bytes(&attachments).await;
+                Ok(DeletedThread {
+                    runs,
+                    messages,
+                    attachments,
+                })
+            }
+        }
+
+        /// A thread's columns as [`thread_record`] reads them (`t` is the
+        /// thread).
+        const THREAD_COLUMNS: &str = "t.id, t.title, t.created_at, t.last_active_at, \
+            (SELECT m.body FROM messages m WHERE m.thread_id = t.id AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first_user, \
+            (SELECT r.run_id FROM runs r WHERE r.thread_id = t.id AND r.status IN ('queued', 'running') \
+             ORDER BY r.created_at LIMIT 1) AS active_run, \
+            (SELECT j.id FROM automation_jobs j WHERE j.thread_id = t.id LIMIT 1) AS job_id";
+
+        fn thread_record(row: &$row) -> Result<ThreadRecord, Error> {
+            let first: Option<String> = row.try_get("first_user")?;
+            Ok(ThreadRecord {
+                thread_id: row.try_get("id")?,
+                title: row.try_get("title")?,
+                first_user_message: first.map(|body| serde_json::from_str(&body)).transpose()?,
+                created_at: row.try_get("created_at")?,
+                last_active_at: row.try_get("last_active_at")?,
+                active_run_id: row.try_get("active_run")?,
+                job_id: row.try_get("job_id")?,
+            })
         }
 
         #[async_trait]

@@ -41,6 +41,9 @@ impl EndCall {
             "ui_answer": answer,
             "ui_schema": schema,
             "now": end.now_ms,
+            "call_ids": end.asked.iter().map(|c| &c.0).collect::<Vec<_>>(),
+            "call_names": end.asked.iter().map(|c| &c.1).collect::<Vec<_>>(),
+            "call_args": end.asked.iter().map(|c| &c.2).collect::<Vec<_>>(),
         })
     }
 
@@ -48,20 +51,25 @@ impl EndCall {
     async fn alone(&self, pool: &PgPool) -> Result<Option<i64>, sqlx::Error> {
         let end = &self.end;
         let (answer, schema) = end.ui_schema.as_ref().map(|(a, s)| (a, s)).unzip();
-        sqlx::query_scalar("SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
-            .bind(&self.task_id)
-            .bind(end.status.as_str())
-            .bind(end.error.as_deref())
-            .bind(end.usage.as_deref())
-            .bind(&end.terminal)
-            .bind(end.output.iter().map(|m| m.0.as_str()).collect::<Vec<_>>())
-            .bind(end.output.iter().map(|m| m.1).collect::<Vec<_>>())
-            .bind(end.output.iter().map(|m| m.2.as_str()).collect::<Vec<_>>())
-            .bind(answer)
-            .bind(schema)
-            .bind(end.now_ms)
-            .fetch_one(pool)
-            .await
+        sqlx::query_scalar(
+            "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+        )
+        .bind(&self.task_id)
+        .bind(end.status.as_str())
+        .bind(end.error.as_deref())
+        .bind(end.usage.as_deref())
+        .bind(&end.terminal)
+        .bind(end.output.iter().map(|m| m.0.as_str()).collect::<Vec<_>>())
+        .bind(end.output.iter().map(|m| m.1).collect::<Vec<_>>())
+        .bind(end.output.iter().map(|m| m.2.as_str()).collect::<Vec<_>>())
+        .bind(answer)
+        .bind(schema)
+        .bind(end.now_ms)
+        .bind(end.asked.iter().map(|c| c.0.as_str()).collect::<Vec<_>>())
+        .bind(end.asked.iter().map(|c| c.1.as_str()).collect::<Vec<_>>())
+        .bind(end.asked.iter().map(|c| c.2.as_str()).collect::<Vec<_>>())
+        .fetch_one(pool)
+        .await
     }
 }
 

@@ -16,14 +16,18 @@
 -- them).
 
 -- RunStore::accept_run. Outcome: accepted | started | replayed | conflict |
--- not_found | busy; nothing is written unless accepted or started. A run
--- its own replica can execute at once is started by the accept itself
--- (`p_owner`, `p_lease_ms`: the claim's owner and lease).
+-- not_found | busy | not_pending | answered | closed; nothing is written
+-- unless accepted or started. A run its own replica can execute at once is
+-- started by the accept itself (`p_owner`, `p_lease_ms`: the claim's owner
+-- and lease). `p_answers`: the tool call ids the turn's tool messages
+-- answer; with `p_strict` each must be pending (else the outcome names the
+-- first that is not, in `task_id`); then the thread's pending calls are
+-- closed by this run, as answered or gone past.
 CREATE OR REPLACE FUNCTION agwire_accept(
     p_task TEXT, p_user TEXT, p_thread TEXT, p_run TEXT, p_hash TEXT, p_input TEXT,
     p_mode TEXT, p_client_time TEXT, p_enqueue BOOLEAN, p_dedupe BOOLEAN,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_pending TEXT, p_now BIGINT,
-    p_owner TEXT, p_lease_ms BIGINT
+    p_owner TEXT, p_lease_ms BIGINT, p_answers TEXT[], p_strict BOOLEAN
 ) RETURNS TABLE (outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -33,6 +37,8 @@ DECLARE
     v_busy BIGINT;
     v_last BIGINT;
     v_start BOOLEAN;
+    v_answer TEXT;
+    v_call RECORD;
 BEGIN
     SELECT r.task_id, r.thread_id, r.request_hash, r.created_thread INTO v_existing
     FROM runs r WHERE r.user_id = p_user AND r.run_id = p_run;
@@ -60,6 +66,22 @@ BEGIN
         RETURN QUERY SELECT 'busy'::TEXT, NULL::TEXT, FALSE, FALSE;
         RETURN;
     END IF;
+    IF p_strict THEN
+        FOREACH v_answer IN ARRAY COALESCE(p_answers, ARRAY[]::TEXT[]) LOOP
+            SELECT c.closed_by, c.answered INTO v_call
+            FROM tool_calls c WHERE c.thread_id = p_thread AND c.id = v_answer;
+            IF NOT FOUND THEN
+                RETURN QUERY SELECT 'not_pending'::TEXT, v_answer, FALSE, FALSE;
+                RETURN;
+            ELSIF v_call.closed_by IS NOT NULL THEN
+                RETURN QUERY SELECT CASE WHEN v_call.answered THEN 'answered' ELSE 'closed' END,
+                                    v_answer, FALSE, FALSE;
+                RETURN;
+            END IF;
+        END LOOP;
+    END IF;
+    UPDATE tool_calls c SET closed_by = p_run, answered = (c.id = ANY (COALESCE(p_answers, ARRAY[]::TEXT[])))
+    WHERE c.thread_id = p_thread AND c.closed_by IS NULL;
     IF v_busy = 0 THEN
         SELECT COALESCE(MAX(m.seq), 0) INTO v_last FROM messages m WHERE m.thread_id = p_thread;
         INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at)
@@ -110,12 +132,13 @@ BEGIN
 END $$;
 
 -- RunStore::end_run: the terminal event's number, or NULL when the run had
--- already ended (nothing written). An end wakes the replicas' dispatchers
+-- already ended (nothing written). `p_call_*`: the frontend tool calls the
+-- run leaves pending for its client. An end wakes the replicas' dispatchers
 -- only when a run of its thread waits.
 CREATE OR REPLACE FUNCTION agwire_end(
     p_task TEXT, p_status TEXT, p_error TEXT, p_usage TEXT, p_terminal TEXT,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_ui_answer TEXT, p_ui_schema TEXT,
-    p_now BIGINT
+    p_now BIGINT, p_call_ids TEXT[], p_call_names TEXT[], p_call_args TEXT[]
 ) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -150,6 +173,11 @@ BEGIN
         UPDATE messages SET ui_schema = p_ui_schema
         WHERE thread_id = v_thread AND run_id = v_run AND id = p_ui_answer;
     END IF;
+    INSERT INTO tool_calls (thread_id, id, run_id, name, arguments, asked_at)
+    SELECT v_thread, c.id, v_run, c.name, c.args, p_now
+    FROM UNNEST(p_call_ids, p_call_names, p_call_args) AS c(id, name, args)
+    ON CONFLICT (thread_id, id) DO UPDATE SET run_id = EXCLUDED.run_id, name = EXCLUDED.name,
+        arguments = EXCLUDED.arguments, asked_at = EXCLUDED.asked_at, closed_by = NULL, answered = FALSE;
     INSERT INTO run_events (task_id, seq, event) VALUES (p_task, v_last + 1, p_terminal);
     PERFORM pg_notify('agwire', format('a %s %s %s', v_first, v_last + 1, p_task));
     -- The thread's next run, if one waits, is runnable now.
@@ -227,7 +255,10 @@ BEGIN
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'ids')),
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'roles')),
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'bodies')),
-            v_end ->> 'ui_answer', v_end ->> 'ui_schema', (v_end ->> 'now')::BIGINT
+            v_end ->> 'ui_answer', v_end ->> 'ui_schema', (v_end ->> 'now')::BIGINT,
+            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_ids')),
+            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_names')),
+            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_args'))
         );
         RETURN NEXT;
     END LOOP;

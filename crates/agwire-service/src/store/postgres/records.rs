@@ -7,8 +7,8 @@ use sqlx::Row;
 use super::PgStore;
 use crate::error::Error;
 use crate::store::{
-    AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, JobRecord, JobStore,
-    ProfileStore, StoredMessage, ThreadStore,
+    AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, DeletedThread, JobRecord,
+    JobStore, PendingToolCall, ProfileStore, StoredMessage, ThreadRecord, ThreadStore,
 };
 
 #[async_trait]
@@ -77,6 +77,26 @@ impl AttachmentStore for PgStore {
                 .await?;
         Ok(Some(key))
     }
+}
+
+impl PgStore {
+    /// A transaction holding the thread's row lock (the one every accept
+    /// and every addition of messages to the thread takes).
+    async fn begin_locked(
+        &self,
+        thread_id: &str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT 1 FROM threads WHERE id = $1 FOR UPDATE")
+            .bind(thread_id)
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+
+    /// Nothing to do: an attachment's bytes are its row's, gone with it.
+    #[allow(clippy::unused_async)] // the shape the shared delete calls
+    async fn remove_attachment_bytes(&self, _ids: &[String]) {}
 }
 
 crate::store::records::shared_records!(PgStore, sqlx::postgres::PgRow);

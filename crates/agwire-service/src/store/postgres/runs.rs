@@ -202,7 +202,7 @@ impl PgStore {
         for attempt in 0..2 {
             let answer = sqlx::query(
                 "SELECT outcome, task_id, created, waiting FROM agwire_accept(\
-                 $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                 $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
             )
             .bind(&run.task_id)
             .bind(&run.user)
@@ -221,6 +221,8 @@ impl PgStore {
             .bind(run.now_ms)
             .bind(owner)
             .bind(self.lease_ms)
+            .bind(&run.answers)
+            .bind(run.strict_answers)
             .fetch_one(&self.pool)
             .await;
             let row = match answer {
@@ -249,6 +251,15 @@ impl PgStore {
                 }),
                 "not_found" => Err(Error::ThreadNotFound),
                 "busy" => Err(Error::ThreadBusy),
+                "not_pending" => Err(Error::ToolCallNotPending {
+                    tool_call_id: row.try_get("task_id")?,
+                }),
+                "answered" => Err(Error::ToolCallAnswered {
+                    tool_call_id: row.try_get("task_id")?,
+                }),
+                "closed" => Err(Error::ToolCallClosed {
+                    tool_call_id: row.try_get("task_id")?,
+                }),
                 other => Err(Error::Internal(format!("agwire_accept answered {other}"))),
             };
         }

@@ -34,6 +34,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0008_runs_by_status.sql"),
     include_str!("../../../migrations/sqlite/0009_job_threads_owned.sql"),
     include_str!("../../../migrations/sqlite/0010_run_mode_and_client_time.sql"),
+    include_str!("../../../migrations/sqlite/0011_thread_list_and_tool_calls.sql"),
 ];
 
 /// The embedded database.

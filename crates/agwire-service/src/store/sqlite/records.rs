@@ -7,8 +7,8 @@ use sqlx::Row;
 use super::SqliteStore;
 use crate::error::Error;
 use crate::store::{
-    AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, JobRecord, JobStore,
-    ProfileStore, StoredMessage, ThreadStore,
+    AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, DeletedThread, JobRecord,
+    JobStore, PendingToolCall, ProfileStore, StoredMessage, ThreadRecord, ThreadStore,
 };
 
 #[async_trait]
@@ -66,6 +66,34 @@ impl AttachmentStore for SqliteStore {
             user_id: r.get("user_id"),
             mime_type: r.get("mime_type"),
         }))
+    }
+}
+
+impl SqliteStore {
+    /// A transaction holding the database's write lock from its start
+    /// (`BEGIN IMMEDIATE`: the writer's transactions wait for it, and it for
+    /// them).
+    async fn begin_locked(
+        &self,
+        _thread_id: &str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, Error> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// Removes deleted attachments' files (after their records' commit: a
+    /// record never outlives its bytes' removal by more than this call, and
+    /// a file left by a crash here is never served — its record is gone).
+    async fn remove_attachment_bytes(&self, ids: &[String]) {
+        for id in ids {
+            let Ok(path) = self.attachment_path(id) else {
+                continue;
+            };
+            if let Err(error) = tokio::fs::remove_file(&path).await
+                && error.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(%error, attachment = %id, "could not remove a deleted attachment's file");
+            }
+        }
     }
 }
 

@@ -68,6 +68,13 @@ impl Accept {
             return Err(Error::ThreadBusy);
         }
         let waiting = busy > 0;
+        settle_tool_calls(
+            tx,
+            &self.thread_id,
+            &self.run_id,
+            &self.answers,
+            self.strict_answers,
+        )?;
         // A run waiting behind another adds its messages when it starts (or
         // is cancelled), so the thread reads in the order turns happened.
         let pending = if waiting {
@@ -119,6 +126,42 @@ impl Accept {
             started,
         })
     }
+}
+
+/// The frontend tool calls a turn settles (`RunStore::accept_run`): with
+/// `strict`, every answer must be to a pending call — refused otherwise,
+/// before anything of the turn is kept; then the thread's pending calls are
+/// closed by `run_id`, as answered or as gone past.
+fn settle_tool_calls(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    run_id: &str,
+    answers: &[String],
+    strict: bool,
+) -> Result<(), Error> {
+    if strict {
+        let mut state = tx.prepare_cached(
+            "SELECT closed_by IS NOT NULL, answered FROM tool_calls WHERE thread_id = ?1 AND id = ?2",
+        )?;
+        for id in answers {
+            let found: Option<(bool, bool)> = state
+                .query_row(params![thread_id, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let tool_call_id = id.clone();
+            match found {
+                None => return Err(Error::ToolCallNotPending { tool_call_id }),
+                Some((true, true)) => return Err(Error::ToolCallAnswered { tool_call_id }),
+                Some((true, false)) => return Err(Error::ToolCallClosed { tool_call_id }),
+                Some((false, _)) => {}
+            }
+        }
+    }
+    tx.prepare_cached(
+        "UPDATE tool_calls SET closed_by = ?1, answered = id IN (SELECT value FROM json_each(?2)) \
+         WHERE thread_id = ?3 AND closed_by IS NULL",
+    )?
+    .execute(params![run_id, serde_json::to_string(answers)?, thread_id])?;
+    Ok(())
 }
 
 /// `RunStore::append_events`: appends to a running run's log only.
@@ -190,6 +233,14 @@ impl End {
             append(tx, task_id, &[run_started(&thread_id, &run_id).to_json()])?;
         }
         insert_messages(tx, &thread_id, &run_id, &self.output, self.now_ms)?;
+        let mut ask = tx.prepare_cached(
+            "INSERT INTO tool_calls (thread_id, id, run_id, name, arguments, asked_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (thread_id, id) DO UPDATE SET \
+             run_id = ?3, name = ?4, arguments = ?5, asked_at = ?6, closed_by = NULL, answered = 0",
+        )?;
+        for (id, name, arguments) in &self.asked {
+            ask.execute(params![thread_id, id, run_id, name, arguments, self.now_ms])?;
+        }
         if let Some((answer, schema)) = &self.ui_schema {
             tx.prepare_cached(
                 "UPDATE messages SET ui_schema = ?1 WHERE thread_id = ?2 AND run_id = ?3 AND id = ?4",
