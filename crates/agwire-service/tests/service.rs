@@ -671,7 +671,7 @@ async fn with_auth_every_endpoint_is_per_user() {
             "/openapi.json"
         ]
     );
-    assert_eq!(guarded.len(), 17);
+    assert_eq!(guarded.len(), 21);
     for token in [None, Some(expired.as_str()), Some(forged.as_str())] {
         for (method, path) in &guarded {
             let mut request = client.request(method.parse().unwrap(), url(path));
@@ -697,6 +697,32 @@ async fn with_auth_every_endpoint_is_per_user() {
             .unwrap();
         assert_eq!(response.status().as_u16(), 404, "bob {method} {path}");
     }
+    let alices_thread = format!("/api/v1/agent/threads/{thread}");
+    for method in ["GET", "PATCH", "DELETE"] {
+        let response = client
+            .request(method.parse().unwrap(), url(&alices_thread))
+            .header("authorization", &bob)
+            .header("content-type", "application/json")
+            .body(r#"{"title": "mine now"}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status().as_u16(),
+            404,
+            "bob {method} {alices_thread}"
+        );
+    }
+    let bobs_list: Value = client
+        .get(url("/api/v1/agent/threads"))
+        .header("authorization", &bob)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(bobs_list["threads"], json!([]), "{bobs_list}");
     let on_alices_thread = client
         .post(url("/api/v1/agent/runs"))
         .header("authorization", &bob)
