@@ -45,7 +45,7 @@ async function page(base) {
   await p.addInitScript(() => {
     const tick = () => {
       const box = document.getElementById("message");
-      if (box && !box.disabled) window.__interactive = performance.now();
+      if (box && !box.disabled && !box.readOnly) window.__interactive = performance.now();
       else requestAnimationFrame(tick);
     };
     requestAnimationFrame(tick);

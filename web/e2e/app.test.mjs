@@ -158,6 +158,7 @@ function browserTest(name, fn) {
       await fn();
     } catch (error) {
       const slug = name.replace(/[^a-z0-9]+/gi, "-").slice(0, 40);
+      for (const p of pages) console.log("requests still open:", [...(p.pending?.entries() ?? [])].map(([r, t]) => `${r.method()} ${r.url()} ${(performance.now() - t).toFixed(0)}ms`));
       await Promise.all(pages.map((p, i) => p.page.screenshot({ path: join(OUT, `fail-${slug}-${i}.png`) }).catch(() => {})));
       throw error;
     } finally {
@@ -170,6 +171,11 @@ function browserTest(name, fn) {
 async function app(base, { allowed = [], hash = "", ...options } = {}) {
   const opened = await openPage(browser, options);
   pages.push(opened);
+  // Requests not answered yet, printed when the test fails (a hang shows where).
+  opened.pending = new Map();
+  opened.page.on("request", (r) => opened.pending.set(r, performance.now()));
+  opened.page.on("requestfinished", (r) => opened.pending.delete(r));
+  opened.page.on("requestfailed", (r) => opened.pending.delete(r));
   const started = performance.now();
   await opened.page.goto(`${base}/${hash}`);
   return {
@@ -367,8 +373,14 @@ browserTest("scrolling up loads the previous day (before=)", async () => {
   const { page, check } = await app(front.base);
   await page.getByText(`You said: again ${LONG}`, { exact: true }).waitFor();
   const days = page.locator("[data-testid=day]");
-  assert.equal(await days.count(), 1);
-  const today = await days.first().getAttribute("data-day");
+  // One day opened: today's (UTC, the profile has no zone). Its separator
+  // heads a day taller than the window draws, so it is not in the DOM: the
+  // history requests say which days were asked for.
+  const asked = () => page.evaluate(() => performance.getEntriesByType("resource").map((e) => e.name).filter((u) => u.includes("/api/v1/agent/history")));
+  const opened = await asked();
+  assert.equal(opened.length, 1, opened.join("\n"));
+  assert.ok(!opened[0].includes("before="), opened[0]);
+  const today = utcToday();
   const requested = page.waitForRequest((r) => r.url().includes(`before=${today}`));
   await page.locator(".scroller").evaluate((el) => {
     el.scrollTop = 0;
@@ -612,9 +624,16 @@ browserTest("keyboard and screen readers: every control is named and reachable; 
   await page.keyboard.press("Escape");
   await sheet.waitFor({ state: "hidden" });
   assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "threads-toggle");
-  // Keyboard only: skip link to the composer, type, Enter sends.
+  // Keyboard only: skip link to the composer, type, Enter sends — on a page
+  // loaded afresh: going to #/chat from #/chat/<id> is a same-document
+  // navigation, which leaves focus on the sheet's toggle where Escape put it.
   await page.goto(`${front.base}/#/chat`);
+  await page.reload();
   await page.locator("#message").waitFor();
+  // Once the latest thread is open (its own URL, the box writable): keys
+  // pressed while it loads go to a read-only box, as they should.
+  await page.waitForFunction(() => /^#\/chat\/.+/.test(location.hash) && !document.querySelector("#message")?.readOnly);
+  await idle(page);
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement?.className), "skip-link");
   await page.keyboard.press("Enter");
@@ -658,7 +677,11 @@ browserTest("keyboard only: send a message, approve a confirm_action, switch thr
 });
 
 browserTest("threads: yesterday's in the list; open, reload, rename; a run streams on in the background; delete behind a dialog", async () => {
-  const { page, check } = await app(front.base, { hash: "#/chat" });
+  // The test deletes the automation's thread to see the server's refusal:
+  // the browser logs that 409, and only that one is expected.
+  const jobThread = (await api(front.base, `/api/v1/automation/jobs/${seeded.jobId}`)).body.threadId;
+  const refusal = new RegExp(`status of 409 \\(Conflict\\) \\(.*/api/v1/agent/threads/${jobThread}\\)$`);
+  const { page, check } = await app(front.base, { hash: "#/chat", allowed: [refusal] });
   const side = page.locator(".threads-side");
   const yesterday = side.locator(`[data-thread-id="${seeded.threadId}"]`);
   await yesterday.waitFor();
@@ -672,12 +695,23 @@ browserTest("threads: yesterday's in the list; open, reload, rename; a run strea
   const shown = await side.locator("[data-testid=thread]").evaluateAll((els) => els.map((el) => el.dataset.threadId));
   assert.deepEqual(shown, listed.slice(0, shown.length));
   await axe(page, "the thread list");
+  // It opens at its latest day: the tests before this one wrote today's turns
+  // into it (the latest thread), so yesterday's greeting is a day up.
+  const latest = (await api(front.base, `/api/v1/agent/history?threadId=${seeded.threadId}`)).body;
+  const lastSaid = latest.messages.filter((m) => m.role === "user").at(-1).content;
+  const shows = async () => {
+    await page.locator(".chat-thread-title", { hasText: "good morning from yesterday" }).waitFor();
+    await page.locator("[data-testid=user-message]").last().getByText(lastSaid, { exact: true }).waitFor();
+  };
   await yesterday.locator("a").click();
   await page.waitForFunction((id) => location.hash === `#/chat/${id}`, seeded.threadId);
-  await page.getByText("You said: good morning from yesterday").waitFor();
+  await shows();
   await page.reload();
-  await page.getByText("You said: good morning from yesterday").waitFor();
+  await shows();
   assert.equal(await page.evaluate(() => location.hash), `#/chat/${seeded.threadId}`);
+  // Yesterday's greeting is the day before.
+  await page.getByTestId("load-older").click();
+  await page.getByText("You said: good morning from yesterday").waitFor();
   assert.equal(await yesterday.locator("a").getAttribute("aria-current"), "page");
   // Rename in place.
   await yesterday.getByRole("button", { name: "Rename: good morning from yesterday" }).click();
@@ -696,7 +730,8 @@ browserTest("threads: yesterday's in the list; open, reload, rename; a run strea
   await busy.getByTestId("thread-active").waitFor();
   assert.equal(await side.locator("[data-testid=thread]").first().getAttribute("data-thread-id"), fresh, "the new thread is on top");
   await yesterday.locator("a").click();
-  await page.getByText("You said: good morning from yesterday").waitFor();
+  await page.locator(".chat-thread-title", { hasText: "Morning notes" }).waitFor();
+  await page.locator("[data-testid=user-message]").last().getByText(lastSaid, { exact: true }).waitFor();
   await busy.getByTestId("thread-active").waitFor({ state: "detached", timeout: 30_000 });
   await busy.locator("a").click();
   const whole = page.getByText(`You said: background ${LONG}`, { exact: true });

@@ -6,8 +6,8 @@
 
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { existsSync, mkdtempSync, mkdirSync } from "node:fs";
-import { createServer as createHttpServer } from "node:http";
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { createServer as createHttpServer, request as httpRequest } from "node:http";
 import { connect, createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -22,6 +22,12 @@ mkdirSync(OUT, { recursive: true });
 
 export const AGWIRE_BIN = process.env.AGWIRE_BIN ?? join(REPO, "target/debug/agwire");
 export const CHROMIUM = process.env.AGWIRE_CHROMIUM ?? "/usr/bin/chromium";
+/**
+ * A built app to serve instead of the one the binary embeds (agwire-web
+ * embeds web/dist when it is compiled): testing a change to web/ then needs
+ * no rebuild of the binary. Unset: the binary's own app, as users get it.
+ */
+export const WEB_DIST = process.env.AGWIRE_WEB_DIST ? resolve(process.env.AGWIRE_WEB_DIST) : null;
 
 /** The flags every launch uses (playwright adds a fresh --user-data-dir). */
 export const CHROMIUM_FLAGS = [
@@ -86,12 +92,66 @@ export async function serve({ dir, args = [], env = {} }) {
     });
     child.once("exit", (code) => reject(new Error(`agwire serve exited (${code}) before listening`)));
   });
+  const front = WEB_DIST ? await distFront(base, WEB_DIST) : null;
   return {
-    base,
+    base: front?.base ?? base,
     child,
     async stop() {
+      await front?.close();
       if (child.exitCode === null) child.kill("SIGKILL");
       await exited;
+    },
+  };
+}
+
+const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".png": "image/png" };
+
+/**
+ * An HTTP server that answers GETs of the app's files from `dist` (with the
+ * security headers the binary sends with its own app, CSP included) and
+ * passes every other request to `target` as it comes, streams included; a
+ * client that goes away takes its upstream request with it.
+ */
+async function distFront(target, dist) {
+  const page = await fetch(`${target}/`);
+  const security = {};
+  for (const name of ["content-security-policy", "x-content-type-options", "referrer-policy"]) {
+    const value = page.headers.get(name);
+    if (value) security[name] = value;
+  }
+  const { hostname, port } = new URL(target);
+  const sockets = new Set();
+  const server = createHttpServer((req, res) => {
+    const path = new URL(req.url, "http://x").pathname;
+    if ((req.method === "GET" || req.method === "HEAD") && !path.startsWith("/api/") && path !== "/healthz") {
+      const file = join(dist, path === "/" ? "index.html" : path);
+      if (file.startsWith(dist) && existsSync(file) && statSync(file).isFile()) {
+        const body = readFileSync(file);
+        const type = TYPES[file.slice(file.lastIndexOf("."))] ?? "application/octet-stream";
+        res.writeHead(200, { ...security, "content-type": type, "cache-control": "no-cache", "content-length": body.length });
+        res.end(req.method === "HEAD" ? undefined : body);
+        return;
+      }
+    }
+    const upstream = httpRequest({ hostname, port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode, answer.headers);
+      res.flushHeaders();
+      answer.pipe(res);
+    });
+    upstream.on("error", () => res.destroy());
+    res.on("close", () => upstream.destroy());
+    req.pipe(upstream);
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    base: `http://127.0.0.1:${server.address().port}`,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((r) => server.close(r));
     },
   };
 }

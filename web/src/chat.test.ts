@@ -39,6 +39,21 @@ describe("the chat's threads", () => {
     pool.dispose();
   });
 
+  it("a turn sent while the thread opens is held until it is open, not dropped", async () => {
+    const { api, answer } = slowHistory();
+    const chat = new ChatController(api, "t-open");
+    const opening = chat.open("t-open");
+    const sent = chat.send("hello while loading");
+    await flush();
+    expect(chat.agent.messages).toEqual([]);
+    answer({ threadId: null, day: null, hasMore: false, messages: [] } as unknown as HistorySnapshot);
+    await opening;
+    await flush();
+    expect(chat.agent.messages.some((m) => m.role === "user" && m.content === "hello while loading")).toBe(true);
+    chat.dispose();
+    await sent.catch(() => {});
+  });
+
   it("a confirm_action the thread left pending is asked again after a reload", async () => {
     const detail: ThreadDetail = {
       threadId: "t1",

@@ -63,6 +63,38 @@ function remembered(threadId: string): string | null {
   return runs()[threadId] ?? null;
 }
 
+/** Threads made in this tab that the server has not seen yet (it answers 404 for them). */
+const FRESH_KEY = "agwire.freshThreads";
+
+/**
+ * Kept in sessionStorage, so a reload of a new thread's URL does not ask the
+ * server for a thread it does not have: the browser logs every 404 as an
+ * error, and there is nothing to load. An id leaves when its first run is
+ * accepted (from then on the server has it).
+ */
+export const freshThreads = {
+  all(): string[] {
+    try {
+      const value = JSON.parse(sessionStorage.getItem(FRESH_KEY) ?? "[]") as unknown;
+      return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+    } catch {
+      return [];
+    }
+  },
+  has(threadId: string): boolean {
+    return this.all().includes(threadId);
+  },
+  set(threadId: string, fresh: boolean): void {
+    try {
+      const all = this.all().filter((id) => id !== threadId);
+      if (fresh) all.push(threadId);
+      sessionStorage.setItem(FRESH_KEY, JSON.stringify(all));
+    } catch {
+      // storage disabled: a reload of a new thread asks the server once (404: new)
+    }
+  },
+};
+
 /** A refusal of a tool answer: "tool call <id> was already answered" (409) or "… is not pending in this thread" (422). */
 export function refusedToolCall(error: unknown): string | null {
   if (!(error instanceof ApiError) || (error.status !== 409 && error.status !== 422)) return null;
@@ -82,6 +114,14 @@ export class ChatController {
   days: Day[] = [];
   hasMore = false;
   loading = true;
+  /**
+   * The thread's state (its active run, its pending calls) is being read
+   * after its history: nothing can be sent until it is known, or a turn sent
+   * meanwhile would be taken for a run to reattach to (and followed twice).
+   */
+  syncing = false;
+  /** Settles when the current `open()` does: a turn sent while the thread opens waits for it. */
+  private opening: Promise<void> = Promise.resolve();
   loadingOlder = false;
   loadError: string | null = null;
   agent: ServiceAgent;
@@ -121,7 +161,11 @@ export class ChatController {
   private makeAgent(threadId: string): ServiceAgent {
     const agent = new ServiceAgent(this.api, threadId);
     agent.subscribe({ onMessagesChanged: () => this.changed() });
-    agent.onAccepted = () => this.onRun?.(this.threadId, true);
+    agent.onAccepted = () => {
+      // The server has the thread now.
+      freshThreads.set(this.threadId, false);
+      this.onRun?.(this.threadId, true);
+    };
     agent.onConnection = (state) => {
       this.reconnecting = state === "reconnecting";
       this.changed();
@@ -166,12 +210,30 @@ export class ChatController {
   }
 
   /** Opens the latest thread (or `threadId`) at its latest day; reattaches to its running run. */
-  async open(threadId?: string): Promise<void> {
+  /**
+   * Opens the latest thread (or `threadId`) at its latest day, then reads its
+   * state; resolves once the thread can be written to (a run it reattached
+   * to streams on).
+   */
+  open(threadId?: string): Promise<void> {
+    this.opening = this.opened(threadId);
+    return this.opening;
+  }
+
+  private async opened(threadId?: string): Promise<void> {
     const navigation = ++this.navigation;
     this.loading = true;
+    this.syncing = true;
     this.changed();
     try {
-      const snapshot = await this.history(threadId ?? null);
+      let snapshot: HistorySnapshot;
+      try {
+        snapshot = await this.history(threadId ?? null);
+      } catch (error) {
+        // A link to a thread the server does not have (yet): a new thread.
+        if (!(threadId && error instanceof ApiError && error.status === 404)) throw error;
+        snapshot = { scope: "history_day", threadId: null, day: null, hasMore: false, messages: [] };
+      }
       // Disposed, or the user moved on (a new thread) while it loaded.
       if (this.disposed || navigation !== this.navigation) return;
       if (snapshot.threadId) this.setThread(snapshot.threadId);
@@ -180,6 +242,12 @@ export class ChatController {
       this.loadError = null;
       this.loading = false;
       this.changed();
+      if (!snapshot.threadId) {
+        // No thread on the server (none at all, or not this one): this one
+        // is new, and stays so across a reload until its first run.
+        freshThreads.set(this.threadId, true);
+        return;
+      }
       // History first, then the thread's state: a run seen running here had
       // not joined the history read before it, so replaying it duplicates
       // nothing.
@@ -187,12 +255,20 @@ export class ChatController {
       if (this.disposed || navigation !== this.navigation) return;
       if (detail) this.replay(detail);
       const runId = detail ? detail.activeRunId : remembered(this.threadId);
-      if (runId) await this.reattach(runId);
+      const running = runId ? await this.stillRunning(runId) : false;
+      if (this.disposed || navigation !== this.navigation) return;
+      // Followed, not awaited: the thread is open while its run streams.
+      if (running && runId) void this.reattach(runId);
     } catch (error) {
       if (navigation !== this.navigation) return;
       this.loading = false;
       this.loadError = error instanceof Error ? error.message : String(error);
       this.changed();
+    } finally {
+      if (navigation === this.navigation) {
+        this.syncing = false;
+        this.changed();
+      }
     }
   }
 
@@ -269,25 +345,39 @@ export class ChatController {
     }
   }
 
-  private async reattach(runId: string): Promise<void> {
+  /** Whether `runId` is still going (else it is forgotten). */
+  private async stillRunning(runId: string): Promise<boolean> {
     let status: RunStatus;
     try {
       status = await this.api.get<RunStatus>(`/api/v1/agent/runs/${encodeURIComponent(runId)}`);
     } catch {
       remember(this.threadId, null);
-      return;
+      return false;
     }
     if (status.status !== "running" && status.status !== "queued") {
       remember(this.threadId, null);
-      return;
+      return false;
     }
+    return true;
+  }
+
+  private async reattach(runId: string): Promise<void> {
     await this.drive(runId, () => this.agent.connectAgent({ runId, tools: FRONTEND_TOOLS }, this.runSubscriber(runId)));
   }
 
   /** Sends one user turn (text and uploaded images), with any waiting tool answers. */
   async send(text: string, images: UploadedImage[] = []): Promise<void> {
     const trimmed = text.trim();
-    if (this.loading || this.running || (!trimmed && images.length === 0)) return;
+    if (!trimmed && images.length === 0) return;
+    // Pressed while the thread opens (the composer can be a frame behind):
+    // the turn goes once its state is known, never silently dropped.
+    // (Each open awaited once: a new one may start while one is awaited.)
+    let awaited: Promise<void> | null = null;
+    while ((this.loading || this.syncing) && this.opening !== awaited) {
+      awaited = this.opening;
+      await awaited;
+    }
+    if (this.disposed || this.loading || this.syncing || this.running) return;
     // A confirmation the user talked past is answered as dismissed.
     for (const id of this.pendingConfirms) this.answer(id, JSON.stringify({ approved: false, dismissed: true }));
     this.pendingConfirms.clear();

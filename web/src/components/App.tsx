@@ -6,7 +6,7 @@
 import type { JSX } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { Api, ApiError, tokenStore, type Profile } from "../api";
-import { ChatPool, uuid, type ChatController } from "../chat";
+import { ChatPool, freshThreads, uuid, type ChatController } from "../chat";
 import { LANGS, LANG_EVENT, applyLang, lang, t, type Lang } from "../i18n";
 import { ThreadList, type Thread } from "../threads";
 import { THEME_EVENT, applyTheme, storedTheme, type Theme } from "../tools";
@@ -204,14 +204,14 @@ function Shell({
   const pool = useMemo(
     () =>
       new ChatPool(api, (threadId) => {
-        // A run started or ended: the thread moves up and shows (or stops showing) it.
-        void threads.touch(threadId);
+        // A run started or ended: the thread moves up and shows (or stops
+        // showing) it. A thread whose first run was refused is still not on
+        // the server: nothing to read (a 404).
+        if (!freshThreads.has(threadId)) void threads.touch(threadId);
         redraw((v) => v + 1);
       }),
     [api, threads],
   );
-  /** Threads made in this tab that the server has not seen yet. */
-  const fresh = useRef(new Set<string>());
   const [chat, setChat] = useState<ChatController | null>(null);
   const [sheet, setSheet] = useState(false);
   const sheetOpener = useRef<HTMLElement | null>(null);
@@ -228,14 +228,14 @@ function Shell({
   const chatThread = current.page === "chat" ? current.threadId : undefined;
   useEffect(() => {
     if (chatThread === undefined) return;
-    if (chatThread) setChat(pool.show(chatThread, fresh.current.has(chatThread)));
+    if (chatThread) setChat(pool.show(chatThread, freshThreads.has(chatThread)));
     // #/chat: the thread shown last, else the latest (then its own URL).
     else if (pool.current) location.replace(chatHash(pool.current.threadId));
     else setChat(pool.showLatest((opened) => location.replace(chatHash(opened.threadId))));
   }, [chatThread]);
   const newThread = () => {
     const id = uuid();
-    fresh.current.add(id);
+    freshThreads.set(id, true);
     location.hash = chatHash(id);
   };
   const running = new Set(pool.live().filter((c) => c.running).map((c) => c.threadId));

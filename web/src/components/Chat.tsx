@@ -96,7 +96,13 @@ export interface ChatProps {
 
 export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: ChatProps): JSX.Element {
   const [, setVersion] = useState(0);
-  useEffect(() => chat.subscribe(() => setVersion((v) => v + 1)), [chat]);
+  useEffect(() => {
+    const off = chat.subscribe(() => setVersion((v) => v + 1));
+    // What changed between this render and the subscription (a thread's
+    // history can arrive first) would otherwise never be drawn.
+    setVersion((v) => v + 1);
+    return off;
+  }, [chat]);
 
   const scroller = useRef<HTMLDivElement>(null);
   const sentinel = useRef<HTMLDivElement>(null);
@@ -245,7 +251,7 @@ export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: Cha
           {chat.running && <Progress step={chat.step} reconnecting={chat.reconnecting} />}
         </div>
       </div>
-      <Composer api={api} loading={chat.loading} running={chat.running} stopping={chat.stopping} onSend={send} onStop={() => void chat.stop()} />
+      <Composer api={api} loading={chat.loading || chat.syncing} running={chat.running} stopping={chat.stopping} onSend={send} onStop={() => void chat.stop()} />
     </div>
   );
 }

@@ -180,7 +180,10 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
           onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)}
           onKeyDown={onKeyDown}
           maxLength={10000}
-          disabled={loading}
+          // Read-only, not disabled, while the thread loads: it can still take
+          // focus (the skip link lands on it), and nothing typed is lost.
+          readOnly={loading}
+          aria-busy={loading}
         />
         {running ? (
           <button type="button" class="send stop" onClick={onStop} disabled={stopping} aria-label={stopping ? t("composer.stopping") : t("composer.stop")}>

@@ -19,6 +19,8 @@ function useThreads(list: ThreadList): void {
   useEffect(() => {
     const bump = () => setVersion((v) => v + 1);
     const off = list.subscribe(bump);
+    // A change before this subscription (the first page arriving) is drawn too.
+    bump();
     const timer = setInterval(bump, 60_000);
     return () => {
       off();
