@@ -49,30 +49,28 @@ async fn run(addr: SocketAddr, user: &str, thread: &str, run_id: &str, text: &st
 }
 
 async fn finished(addr: SocketAddr, user: &str, run_id: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let run = json_of(
-            call(
-                reqwest::Method::GET,
-                addr,
-                &format!("/api/v1/agent/runs/{run_id}"),
-                user,
-            )
-            .send()
-            .await
-            .unwrap(),
-            200,
-        )
-        .await;
-        if run["status"] == "succeeded" {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{run_id} never finished: {run}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    // The run's stream ends with its terminal event: read it to the end.
+    let response = call(
+        reqwest::Method::GET,
+        addr,
+        &format!("/api/v1/agent/runs/{run_id}/events"),
+        user,
+    )
+    .header("accept", "text/event-stream")
+    .send()
+    .await
+    .unwrap();
+    let bytes = tokio::time::timeout(Duration::from_secs(30), response.bytes())
+        .await
+        .unwrap_or_else(|_| panic!("{run_id} never finished"))
+        .unwrap();
+    assert!(
+        matches!(
+            sse_with_ids(&bytes).last(),
+            Some((_, Event::RunFinished(_)))
+        ),
+        "{run_id} did not finish"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
