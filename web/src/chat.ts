@@ -110,6 +110,12 @@ const DENIED = "Denied.";
 const confirmation = new Set([APPROVED, DENIED]);
 
 export class ChatController {
+  /**
+   * Names this controller for the view: its threadId changes once when the
+   * latest thread turns out to be another, and the view (what is typed,
+   * picked, focused) must not be drawn anew then.
+   */
+  readonly key = uuid();
   threadId: string;
   days: Day[] = [];
   hasMore = false;

@@ -313,7 +313,7 @@ function Shell({
             </nav>
             {chat && (
               <Chat
-                key={chat.threadId}
+                key={chat.key}
                 api={api}
                 chat={chat}
                 zone={dayZone}
