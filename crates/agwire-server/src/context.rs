@@ -9,7 +9,6 @@ use agwire_core::patch::{apply_patch, diff};
 use agwire_core::verify::Verifier;
 use agwire_core::*;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::error::{AgentError, Error};
@@ -38,22 +37,9 @@ enum Open {
     Subagent(String),
 }
 
-/// Where events go: the response body's bounded queue, or a caller's
-/// channel ([`crate::run_detached`]).
-#[derive(Debug)]
-pub(crate) enum Tx {
-    Queue(crate::queue::Sender),
-    Channel(mpsc::Sender<Event>),
-}
-
-impl Tx {
-    async fn send(&self, event: Event) -> bool {
-        match self {
-            Tx::Queue(tx) => tx.send(event).await.is_ok(),
-            Tx::Channel(tx) => tx.send(event).await.is_ok(),
-        }
-    }
-}
+/// Where events go: a bounded queue, read by the response body or by a
+/// caller ([`crate::run_detached`]).
+pub(crate) type Tx = crate::queue::EventSender;
 
 #[derive(Debug)]
 struct Sink {
@@ -64,7 +50,7 @@ struct Sink {
 
 impl Sink {
     async fn send(&mut self, event: Event) -> Result<(), Error> {
-        if !self.gone && self.tx.send(event).await {
+        if !self.gone && self.tx.send(event).await.is_ok() {
             return Ok(());
         }
         self.gone = true;

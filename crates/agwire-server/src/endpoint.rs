@@ -12,11 +12,10 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, BoxFuture, DynAgent};
-use crate::context::{DisconnectPolicy, RunContext, Tx};
+use crate::context::{DisconnectPolicy, RunContext};
 use crate::error::AgentError;
 use crate::intake::Intake;
 use crate::queue;
@@ -169,15 +168,9 @@ impl AgentEndpoint {
     fn start(&self, input: RunAgentInput, format: WireFormat) -> Response {
         let config = &self.inner.config;
         let version = ProtocolVersion::negotiate(input.protocol_version.as_deref());
-        let (tx, rx) = queue::queue(config.capacity);
+        let (tx, rx) = queue::event_queue(config.capacity);
         let cancel = CancellationToken::new();
-        let ctx = RunContext::new(
-            &input,
-            version,
-            Tx::Queue(tx),
-            config.disconnect,
-            cancel.clone(),
-        );
+        let ctx = RunContext::new(&input, version, tx, config.disconnect, cancel.clone());
         let body = EventBody::new(
             Box::pin(drive(
                 Runner::Shared(self.inner.clone()),
@@ -196,25 +189,20 @@ impl AgentEndpoint {
 }
 
 /// Runs `agent` for `input` without HTTP: its events, `RUN_STARTED` to the
-/// terminal one, go into `tx` (bounded: a slow consumer makes the agent
-/// wait), verified exactly as an endpoint's are. `cancel` cancels the run (it
+/// terminal one, go into `tx` (an [`crate::event_queue`]: bounded, so a slow
+/// consumer makes the agent wait; holding no slots while the run waits),
+/// verified exactly as an endpoint's are. `cancel` cancels the run (it
 /// then finishes with outcome `cancelled`). Returns when the terminal event
 /// was sent. This is how a service runs agents in the background, writing the
 /// events to a log instead of a response.
 pub async fn run_detached(
     agent: &dyn DynAgent,
     input: RunAgentInput,
-    tx: mpsc::Sender<agwire_core::Event>,
+    tx: crate::EventSender,
     cancel: CancellationToken,
 ) {
     let version = ProtocolVersion::negotiate(input.protocol_version.as_deref());
-    let ctx = RunContext::new(
-        &input,
-        version,
-        Tx::Channel(tx),
-        DisconnectPolicy::Finish,
-        cancel,
-    );
+    let ctx = RunContext::new(&input, version, tx, DisconnectPolicy::Finish, cancel);
     drive(Runner::Borrowed(agent), Box::new(input), Box::new(ctx)).await;
 }
 

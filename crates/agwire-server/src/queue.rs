@@ -1,10 +1,12 @@
-//! The bounded queue between a run and its response body.
+//! The bounded queue between a run and what consumes its events: its
+//! response body, or a service's writer ([`crate::run_detached`]).
 //!
 //! A tokio `mpsc` channel allocates its first block of 32 slots when it is
 //! created (32 × 208 bytes for `Event`) and keeps it for the life of the
-//! stream. This queue holds its events in a `VecDeque` that is allocated on
-//! the first event and released when the stream goes idle (the body has
-//! nothing to send and waits): an idle stream holds no slots at all.
+//! run. This queue holds its events in a `VecDeque` that is allocated on
+//! the first event and released when the run goes idle (its consumer has
+//! nothing to take and waits): a run that waits — for a model, a tool, a
+//! slow client — holds no slots at all.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -38,14 +40,14 @@ impl Shared {
 
 /// The run's end: sends wait while `capacity` events are queued.
 #[derive(Debug)]
-pub(crate) struct Sender(Arc<Shared>);
+pub struct EventSender(Arc<Shared>);
 
 /// The body's end.
 #[derive(Debug)]
-pub(crate) struct Receiver(Arc<Shared>);
+pub struct EventReceiver(Arc<Shared>);
 
 /// A queue of at most `capacity` (≥ 1) events.
-pub(crate) fn queue(capacity: usize) -> (Sender, Receiver) {
+pub fn event_queue(capacity: usize) -> (EventSender, EventReceiver) {
     let shared = Arc::new(Shared(Mutex::new(State {
         events: VecDeque::new(),
         capacity: capacity.max(1),
@@ -54,16 +56,17 @@ pub(crate) fn queue(capacity: usize) -> (Sender, Receiver) {
         rx: None,
         tx: None,
     })));
-    (Sender(shared.clone()), Receiver(shared))
+    (EventSender(shared.clone()), EventReceiver(shared))
 }
 
-/// The receiver is gone; the event comes back.
+/// The receiver is gone.
 #[derive(Debug)]
-pub(crate) struct Closed;
+pub struct Closed;
 
-impl Sender {
-    /// Queues `event`, waiting while the queue is full.
-    pub(crate) async fn send(&self, event: Event) -> Result<(), Closed> {
+impl EventSender {
+    /// Queues `event`, waiting while the queue is full; `Err` when the
+    /// receiver is gone.
+    pub async fn send(&self, event: Event) -> Result<(), Closed> {
         let mut event = Some(event);
         std::future::poll_fn(|cx| {
             let mut state = self.0.lock();
@@ -87,7 +90,7 @@ impl Sender {
     }
 }
 
-impl Drop for Sender {
+impl Drop for EventSender {
     fn drop(&mut self) {
         let mut state = self.0.lock();
         state.finished = true;
@@ -98,8 +101,9 @@ impl Drop for Sender {
     }
 }
 
-impl Receiver {
-    /// Moves every queued event to `f`, in order, until it returns false.
+impl EventReceiver {
+    /// Moves queued events to `f`, in order, until it returns false (the
+    /// event it was given is taken all the same).
     /// `Ready(true)` when events were taken, `Ready(false)` when the sender
     /// is gone and nothing is left, `Pending` otherwise.
     pub(crate) fn poll_drain(
@@ -127,6 +131,27 @@ impl Receiver {
         Poll::Ready(true)
     }
 
+    /// Waits for events and moves up to `limit` of them to the end of
+    /// `into`, in order: how many (0 once the sender is gone and nothing is
+    /// left). Waiting with nothing queued frees the queue's storage first:
+    /// a run that waits holds no slots.
+    pub async fn recv_many(&mut self, into: &mut Vec<Event>, limit: usize) -> usize {
+        let mut taken = 0;
+        std::future::poll_fn(|cx| {
+            let drained = self.poll_drain(cx, |event| {
+                into.push(event);
+                taken += 1;
+                taken < limit
+            });
+            if drained.is_pending() {
+                self.release_if_empty();
+            }
+            drained
+        })
+        .await;
+        taken
+    }
+
     /// Frees the queue's storage if it holds nothing: for a stream that has
     /// gone idle. (Not after every drain: a busy stream would allocate its
     /// slots again for every burst.)
@@ -149,7 +174,7 @@ impl Receiver {
     }
 }
 
-impl Drop for Receiver {
+impl Drop for EventReceiver {
     fn drop(&mut self) {
         self.close();
     }
@@ -170,7 +195,7 @@ mod tests {
 
     #[tokio::test]
     async fn bounded_in_order_and_closed_both_ways() {
-        let (tx, mut rx) = queue(2);
+        let (tx, mut rx) = event_queue(2);
         let sender = tokio::spawn(async move {
             for i in 0..5 {
                 tx.send(step(&i.to_string())).await.unwrap();
@@ -200,14 +225,41 @@ mod tests {
             .collect();
         assert_eq!(names, ["0", "1", "2", "3", "4"]);
 
-        let (tx, rx) = queue(1);
+        let (tx, rx) = event_queue(1);
         drop(rx);
         assert!(tx.send(step("x")).await.is_err());
     }
 
     #[tokio::test]
+    async fn recv_many_takes_at_most_its_limit_and_a_waiting_queue_holds_no_slots() {
+        let (tx, mut rx) = event_queue(8);
+        for name in ["a", "b", "c"] {
+            tx.send(step(name)).await.unwrap();
+        }
+        let mut got = Vec::new();
+        assert_eq!(rx.recv_many(&mut got, 2).await, 2);
+        assert_eq!(rx.recv_many(&mut got, 2).await, 1);
+        assert_eq!(got.len(), 3);
+        assert!(rx.0.lock().events.capacity() > 0);
+        let waiting = tokio::spawn(async move {
+            let mut more = Vec::new();
+            let n = rx.recv_many(&mut more, 8).await;
+            (n, rx)
+        });
+        // Poll for it with a deadline: the receiver parks with nothing queued.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while tx.0.lock().events.capacity() > 0 {
+            assert!(std::time::Instant::now() < deadline, "storage never freed");
+            tokio::task::yield_now().await;
+        }
+        drop(tx);
+        let (n, _rx) = waiting.await.unwrap();
+        assert_eq!(n, 0, "the sender is gone and nothing is left");
+    }
+
+    #[tokio::test]
     async fn a_full_queue_wakes_its_sender_when_closed() {
-        let (tx, mut rx) = queue(1);
+        let (tx, mut rx) = event_queue(1);
         tx.send(step("a")).await.unwrap();
         let blocked = tokio::spawn(async move { tx.send(step("b")).await.is_err() });
         tokio::task::yield_now().await;

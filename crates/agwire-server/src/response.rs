@@ -168,7 +168,7 @@ impl Drop for CancelOnDrop {
 /// The queue still bounds what the agent may emit ahead of the client.
 pub(crate) struct EventBody {
     run: Option<BoxFuture<'static, ()>>,
-    rx: queue::Receiver,
+    rx: queue::EventReceiver,
     framer: Framer,
     /// Next SSE `id:` when ids are written.
     next_id: Option<u64>,
@@ -208,7 +208,7 @@ impl Drop for EventBody {
 impl EventBody {
     pub(crate) fn new(
         run: BoxFuture<'static, ()>,
-        rx: queue::Receiver,
+        rx: queue::EventReceiver,
         format: WireFormat,
         keep_alive: Option<Duration>,
         sse_ids: bool,

@@ -1994,3 +1994,162 @@ async fn deleting_a_thread_removes_everything_of_it_and_nothing_else() {
         assert_eq!(texts(&*store, &gone).await, ["fresh start"], "{backend}");
     }
 }
+
+#[tokio::test]
+async fn accepts_arriving_together_are_each_answered_as_if_alone() {
+    // Backends may commit accepts that arrive together in one transaction
+    // (PostgreSQL's `agwire_accept_many`, SQLite's writer): every request
+    // still gets the answer it would get alone, and only what was accepted
+    // is stored.
+    for (backend, store, _database) in backends().await {
+        let shared = thread();
+        let alices = thread();
+        let taken = input(&alices, "taken", "before");
+        store
+            .accept_run(new_run("alice", &taken, "taken"))
+            .await
+            .unwrap();
+        let fresh: Vec<String> = (0..40).map(|_| thread()).collect();
+        let mut tasks = Vec::new();
+        let mut spawn = |user: &'static str, thread: String, run: String, hash: String| {
+            let store = store.clone();
+            tasks.push((
+                run.clone(),
+                user,
+                tokio::spawn(async move {
+                    let input = input(&thread, &run, "together");
+                    store.accept_run(new_run(user, &input, &hash)).await
+                }),
+            ));
+        };
+        for (i, t) in fresh.iter().enumerate() {
+            spawn("alice", t.clone(), format!("fresh{i}"), format!("h{i}"));
+        }
+        for i in 0..10 {
+            spawn(
+                "alice",
+                shared.clone(),
+                format!("shared{i}"),
+                format!("s{i}"),
+            );
+        }
+        let again_thread = thread();
+        for _ in 0..5 {
+            // The same request five times: one run, four replays.
+            spawn("alice", again_thread.clone(), "again".into(), "same".into());
+        }
+        for i in 0..3 {
+            spawn("bob", alices.clone(), format!("bob{i}"), format!("b{i}"));
+        }
+        spawn("alice", alices.clone(), "taken".into(), "other".into());
+        let (mut fresh_ok, mut shared_ok, mut busy, mut again, mut replays) = (0, 0, 0, 0, 0);
+        for (run, user, task) in tasks {
+            match (task.await.unwrap(), user) {
+                (Ok(a), _) if run.starts_with("fresh") => {
+                    assert!(a.created && !a.replayed && !a.waiting, "{backend}: {run}");
+                    fresh_ok += 1;
+                }
+                (Ok(_), _) if run.starts_with("shared") => shared_ok += 1,
+                (Err(Error::ThreadBusy), _) if run.starts_with("shared") => busy += 1,
+                (Ok(a), _) if run == "again" => {
+                    if a.replayed {
+                        replays += 1;
+                    } else {
+                        again += 1;
+                    }
+                }
+                (Err(Error::ThreadNotFound), "bob") => {}
+                (Err(Error::RunIdReused { .. }), _) if run == "taken" => {}
+                (other, _) => panic!("{backend}: {run} answered {other:?}"),
+            }
+        }
+        assert_eq!(fresh_ok, 40, "{backend}");
+        assert_eq!(
+            (shared_ok, busy),
+            (1, 9),
+            "{backend}: one run per idle thread"
+        );
+        assert_eq!((again, replays), (1, 4), "{backend}: one request, one run");
+        // Stored: exactly the accepted runs (the first, one per fresh
+        // thread, the shared thread's and `again`).
+        let claimed = claim_all(&*store).await;
+        assert_eq!(claimed.len(), 1 + 40 + 1 + 1, "{backend}");
+        assert!(
+            texts(&*store, &alices).await.iter().all(|t| t == "before"),
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_claims_context_is_what_reading_it_afterwards_gives() {
+    use agwire_service::store::RunContext;
+    for (backend, store, _database) in backends().await {
+        let settings = json!({"timezone": "Asia/Tokyo", "locale": "zh-CN"});
+        store
+            .set_settings("alice", settings.as_object().unwrap(), 1)
+            .await
+            .unwrap();
+        let t = thread();
+        let first = input(&t, "c1", "first");
+        store
+            .accept_run(new_run("alice", &first, "1"))
+            .await
+            .unwrap();
+        let claimed = claim_all(&*store).await;
+        finish(&*store, &claimed[0].task_id, &t, "c1").await;
+        let second = input(&t, "c2", "second");
+        store
+            .accept_run(new_run("alice", &second, "2"))
+            .await
+            .unwrap();
+        let claimed = claim_all(&*store).await;
+        assert_eq!(claimed.len(), 1, "{backend}");
+        let read = RunContext::read(&*store, "alice", &t, false).await.unwrap();
+        assert_eq!(read.history.len(), 3, "{backend}: user, assistant, user");
+        if let Some(context) = &claimed[0].context {
+            assert_eq!(context, &read, "{backend}");
+        }
+        // A thread longer than the window gives its latest messages only.
+        let long = thread();
+        for i in 0..agwire_service::store::HISTORY_WINDOW + 5 {
+            let turn = input(&long, &format!("l{i}"), &format!("turn {i}"));
+            store
+                .accept_run(new_run("alice", &turn, &format!("l{i}")))
+                .await
+                .unwrap();
+            let claimed = claim_all(&*store).await;
+            if let Some(context) = &claimed[0].context {
+                let read = RunContext::read(&*store, "alice", &long, false)
+                    .await
+                    .unwrap();
+                assert_eq!(context, &read, "{backend}");
+            }
+            finish(&*store, &claimed[0].task_id, &long, &format!("l{i}")).await;
+        }
+        let read = RunContext::read(&*store, "alice", &long, false)
+            .await
+            .unwrap();
+        assert_eq!(
+            read.history.len(),
+            agwire_service::store::HISTORY_WINDOW as usize,
+            "{backend}"
+        );
+        let newest = format!("l{}-answer", agwire_service::store::HISTORY_WINDOW + 4);
+        assert!(
+            read.history.last().unwrap().contains(&newest),
+            "{backend}: the newest last"
+        );
+    }
+}
+
+/// Ends a run as succeeded with one assistant message.
+async fn finish(store: &dyn Store, task_id: &str, thread: &str, run_id: &str) {
+    let said: Message = serde_json::from_value(
+        json!({"id": format!("{run_id}-answer"), "role": "assistant", "content": "answer"}),
+    )
+    .unwrap();
+    end(store, task_id, &finished(thread, run_id), &[said])
+        .await
+        .unwrap();
+}

@@ -24,8 +24,6 @@ pub const SCRIPTED_NOTE: &str = "runs are answered by a deterministic scripted m
 
 /// Most model calls in one worker step (each tool round is one).
 pub const MAX_ROUNDS: usize = 8;
-/// Most history messages sent to the model (the newest ones).
-pub const MAX_HISTORY: usize = 60;
 
 /// The LLM brain: a router model and a worker model (they may be the same),
 /// and the backend tools.
@@ -249,8 +247,9 @@ impl LlmRun {
         ctx: &mut RunContext,
     ) -> Result<(), AgentError> {
         let mut conversation = vec![ChatMessage::system(self.system_prompt(agent, input))];
-        let start = self.setup.history.len().saturating_sub(MAX_HISTORY);
-        conversation.extend(self.setup.history[start..].iter().filter_map(to_chat));
+        // The run is given the thread's latest `HISTORY_WINDOW` messages:
+        // all of them go to the model.
+        conversation.extend(self.setup.history.iter().filter_map(to_chat));
         let mut tools = offered(self.brain.tools.specs(&agent.enabled_tools));
         // Frontend tools (the request's) after ours; the validator already
         // refused names that collide.

@@ -32,12 +32,12 @@ pub struct RunSetup {
     pub clock: RunClock,
     /// The user's locale (`settings.locale`, else `en`).
     pub locale: String,
-    /// The thread so far, this turn's new messages included, in order (tool
-    /// messages too).
+    /// The thread's latest [`crate::store::HISTORY_WINDOW`] messages, this
+    /// turn's new ones included, in order (tool messages too).
     pub history: Vec<Message>,
-    /// The agents this run may route to (chat: `system_agents.yaml`;
-    /// automation: the job's).
-    pub runtime: RuntimeConfig,
+    /// The agents this run may route to (chat: `system_agents.yaml`,
+    /// shared by every run; automation: the job's).
+    pub runtime: Arc<RuntimeConfig>,
     /// The store (tools keep their data there).
     pub store: std::sync::Arc<dyn Store>,
 }

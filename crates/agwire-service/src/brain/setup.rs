@@ -9,20 +9,36 @@ use super::RunSetup;
 use super::agents::{JobRuntime, RuntimeConfig};
 use crate::error::Error;
 use crate::run::RuntimeMode;
-use crate::store::{Claimed, Store};
+use crate::store::{Claimed, RunContext, Store};
 
 impl RunSetup {
     /// What `run`'s agent needs besides its input: the user's settings
-    /// (time zone, locale), the thread so far (with the user's images
-    /// inline), and the agents it may use (chat: the catalogue; automation:
-    /// its job's).
+    /// (time zone, locale), the thread's latest messages (with the user's
+    /// images inline), and the agents it may use (chat: the catalogue,
+    /// shared; automation: its job's).
     pub(crate) async fn prepare(
         store: &Arc<dyn Store>,
         catalogue: &Arc<RuntimeConfig>,
         run: &Claimed,
     ) -> Result<Self, Error> {
         let (user, input, mode) = (run.user_id.as_str(), &run.input, run.mode);
-        let settings = store.settings(user).await?;
+        // Read with the claim where the backend could; else now.
+        let context = match &run.context {
+            Some(context) => std::borrow::Cow::Borrowed(context),
+            None => std::borrow::Cow::Owned(
+                RunContext::read(
+                    &**store,
+                    user,
+                    &input.thread_id,
+                    mode == Some(RuntimeMode::Automation),
+                )
+                .await?,
+            ),
+        };
+        let settings: serde_json::Map<String, Value> = match &context.settings {
+            Some(text) => serde_json::from_str(text)?,
+            None => serde_json::Map::new(),
+        };
         let clock = crate::clock::RunClock::resolve(
             run.client_time.as_ref(),
             settings.get("timezone").and_then(Value::as_str),
@@ -33,29 +49,23 @@ impl RunSetup {
             .and_then(Value::as_str)
             .unwrap_or("en")
             .to_owned();
-        let history = store
-            .thread_messages(
-                &input.thread_id,
-                &["user", "assistant", "tool", "system", "developer"],
-            )
-            .await?
-            .into_iter()
-            .map(|stored| stored.message)
-            .collect();
+        let history = context
+            .history
+            .iter()
+            .map(|body| serde_json::from_str(body))
+            .collect::<Result<Vec<_>, _>>()?;
         let history = crate::attachments::inline_images(&**store, user, history).await;
         let runtime = match mode {
             Some(RuntimeMode::Automation) => {
-                match store.job_of_thread(user, &input.thread_id).await? {
-                    Some(job) => {
-                        let job_runtime: JobRuntime = serde_json::from_str(&job.config)?;
-                        catalogue.for_job(&job_runtime)?
-                    }
+                let job_runtime: JobRuntime = match &context.job_config {
+                    Some(config) => serde_json::from_str(config)?,
                     // An automation run without a job (posted by hand): the
                     // default agent alone.
-                    None => catalogue.for_job(&JobRuntime::default())?,
-                }
+                    None => JobRuntime::default(),
+                };
+                Arc::new(catalogue.for_job(&job_runtime)?)
             }
-            _ => (**catalogue).clone(),
+            _ => catalogue.clone(),
         };
         Ok(Self {
             user: user.to_owned(),

@@ -206,6 +206,8 @@ impl Engine {
             thread_id = %run.input.thread_id,
             user = %run.user_id,
         );
+        // Boxed: the task holds a pointer, not the claim, for the whole run.
+        let run = Box::new(run);
         self.executions.spawn(
             async move {
                 let producer = service.hub.produce(&run.task_id);

@@ -3,9 +3,11 @@
 //! its end — status, output for the thread, terminal event — in one write.
 
 use agwire_core::{BaseEvent, Event, RunErrorEvent, RunFinishedOutcome};
-use agwire_server::{CancellationToken, run_detached};
+use std::panic::AssertUnwindSafe;
+
+use agwire_server::{CancellationToken, event_queue, run_detached};
+use futures_util::FutureExt;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use super::follow::is_terminal;
 use super::hub::Producer;
@@ -14,19 +16,28 @@ use crate::brain::RunSetup;
 use crate::run::RunStatus;
 use crate::store::Ending;
 
+/// Most events appended in one write (and queued between the agent and the
+/// log: the agent waits while this many are not yet written).
+const BATCH: usize = 64;
+
 impl Engine {
     /// Runs the agent, appending its events to the log as they come and
     /// ending the run (status, output, terminal event) in one transaction.
     pub(super) async fn execute(
         &self,
-        run: crate::store::Claimed,
+        run: Box<crate::store::Claimed>,
         cancel: CancellationToken,
         live: &Producer,
     ) {
-        let task_id = run.task_id.as_str();
         let started = std::time::Instant::now();
-        let (tx, mut rx) = mpsc::channel(64);
-        let agent = match RunSetup::prepare(&self.store, &self.runtime, &run).await {
+        // (Boxed, as every await here that is not the run's own loop: a
+        // future is as large as its largest state, and this one is held for
+        // the whole run.)
+        let setup = Box::pin(RunSetup::prepare(&self.store, &self.runtime, &run)).await;
+        // What it read from the store is the setup's now.
+        let crate::store::Claimed { task_id, input, .. } = *run;
+        let task_id = task_id.as_str();
+        let agent = match setup {
             Ok(setup) => self.brain.agent(setup),
             Err(error) => {
                 tracing::error!(%error, "could not prepare the run");
@@ -36,36 +47,44 @@ impl Engine {
                     usage: None,
                     base: BaseEvent::default(),
                 });
-                self.end(task_id, &failure, &[], live, started).await;
+                Box::pin(self.end(task_id, &failure, &[], live, started)).await;
                 return;
             }
         };
-        let input = run.input;
-        let producer = tokio::spawn(async move { run_detached(&*agent, input, tx, cancel).await });
+        let (tx, rx) = event_queue(BATCH);
+        // The agent runs beside the loop that writes its events, in this
+        // task: a run is one task, and an event batch wakes nothing else. A
+        // panic outside the agent's own code (caught by `run_detached`)
+        // still ends the run below.
+        let produce = AssertUnwindSafe(run_detached(&*agent, input, tx, cancel)).catch_unwind();
         // What the run says, folded into the thread's messages at its end.
         let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
-        // Events that are ready together are appended in one transaction.
-        let mut batch: Vec<Event> = Vec::with_capacity(64);
-        let mut ended = false;
-        'run: while rx.recv_many(&mut batch, 64).await > 0 {
-            let mut events = std::mem::take(&mut batch);
-            let terminal = events.iter().position(is_terminal);
-            let rest = terminal.map(|i| events.split_off(i)).unwrap_or_default();
-            for event in &events {
-                output.apply(event);
+        let consume = async {
+            let mut rx = rx;
+            // Events that are ready together are appended in one
+            // transaction (the buffer grows to what the run writes at once).
+            let mut batch: Vec<Event> = Vec::new();
+            while rx.recv_many(&mut batch, BATCH).await > 0 {
+                let mut events = std::mem::take(&mut batch);
+                let terminal = events.iter().position(is_terminal);
+                let rest = terminal.map(|i| events.split_off(i)).unwrap_or_default();
+                for event in &events {
+                    output.apply(event);
+                }
+                if !events.is_empty()
+                    && !Box::pin(self.append_and_publish(task_id, events, live)).await
+                {
+                    return false;
+                }
+                if let Some(end) = rest.into_iter().next() {
+                    return Box::pin(self.end(task_id, &end, &output.messages, live, started))
+                        .await;
+                }
             }
-            if !events.is_empty() && !self.append_and_publish(task_id, events, live).await {
-                break 'run;
-            }
-            if let Some(end) = rest.into_iter().next() {
-                ended = self
-                    .end(task_id, &end, &output.messages, live, started)
-                    .await;
-                break 'run;
-            }
-        }
-        drop(rx);
-        let _ = producer.await;
+            false
+            // (Dropping `rx` here: an agent still sending is refused.)
+        };
+        let (_, ended) = tokio::join!(produce, consume);
         if !ended {
             // The log refused events, or the agent vanished without an end:
             // the run still ends, with what it said so far.
@@ -75,8 +94,7 @@ impl Engine {
                 usage: None,
                 base: BaseEvent::default(),
             });
-            self.end(task_id, &failure, &output.messages, live, started)
-                .await;
+            Box::pin(self.end(task_id, &failure, &output.messages, live, started)).await;
         }
     }
 

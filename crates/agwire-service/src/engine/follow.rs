@@ -60,6 +60,20 @@ impl Engine {
                     }
                 };
                 if !active || stop.is_cancelled() {
+                    // What was published since this follower subscribed
+                    // is here even when the log is gone by now (its thread
+                    // deleted right after the end).
+                    while let Some((seq, event)) = live.try_recv() {
+                        if seq != last + 1 {
+                            continue;
+                        }
+                        last = seq;
+                        let terminal = is_terminal(&event);
+                        yield (seq, event);
+                        if terminal {
+                            return;
+                        }
+                    }
                     // Its end was written with its status: one last read
                     // has it.
                     for (seq, event) in read_log(&*store, &task_id, last).await.unwrap_or_default() {

@@ -10,9 +10,16 @@
 //! subscribe to a run that is still queued, or that executes elsewhere. The
 //! last one to leave removes it, so the map holds nothing for runs nobody
 //! watches: memory does not grow with the runs served.
+//!
+//! The channel itself (its [`LIVE_BUFFER`] slots) is made by the first
+//! follower, not by the execution: most runs are never followed while they
+//! execute (a `202` and a later history read), and an executing run should
+//! cost what it holds, not a buffer for readers it does not have. An event
+//! published before anybody subscribed is in the log already, which a
+//! follower reads after subscribing.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use agwire_core::Event;
 use tokio::sync::broadcast;
@@ -26,11 +33,22 @@ pub(crate) type Live = (u64, Arc<Event>);
 /// and a follower that lags only costs a log read.
 const LIVE_BUFFER: usize = 64;
 
-#[derive(Debug)]
+/// A run's channel, made when its first follower subscribes.
+type Channel = Arc<OnceLock<broadcast::Sender<Live>>>;
+
+#[derive(Debug, Default)]
 struct Entry {
-    tx: broadcast::Sender<Live>,
-    /// Executions of the run holding the channel open (0 or 1 in practice).
+    channel: Channel,
+    /// Executions of the run holding the entry (0 or 1 in practice).
     producers: usize,
+}
+
+impl Entry {
+    fn followers(&self) -> usize {
+        self.channel
+            .get()
+            .map_or(0, broadcast::Sender::receiver_count)
+    }
 }
 
 /// Live events per run.
@@ -50,11 +68,9 @@ impl Hub {
         let rx = self
             .lock()
             .entry(task_id.to_owned())
-            .or_insert_with(|| Entry {
-                tx: broadcast::channel(LIVE_BUFFER).0,
-                producers: 0,
-            })
-            .tx
+            .or_default()
+            .channel
+            .get_or_init(|| broadcast::channel(LIVE_BUFFER).0)
             .subscribe();
         Subscription {
             rx: Some(rx),
@@ -66,17 +82,14 @@ impl Hub {
     /// The run starts executing on this process: events it publishes reach
     /// the followers until the producer is dropped.
     pub(crate) fn produce(&self, task_id: &str) -> Producer {
-        let tx = {
+        let channel = {
             let mut runs = self.lock();
-            let entry = runs.entry(task_id.to_owned()).or_insert_with(|| Entry {
-                tx: broadcast::channel(LIVE_BUFFER).0,
-                producers: 0,
-            });
+            let entry = runs.entry(task_id.to_owned()).or_default();
             entry.producers += 1;
-            entry.tx.clone()
+            entry.channel.clone()
         };
         Producer {
-            tx,
+            channel,
             hub: self.clone(),
             task_id: task_id.to_owned(),
         }
@@ -85,7 +98,10 @@ impl Hub {
     /// Publishes events of a run not executing here (a cancel that wrote
     /// a queued run's whole log).
     pub(crate) fn publish(&self, task_id: &str, seq: u64, event: Event) {
-        let tx = self.lock().get(task_id).map(|e| e.tx.clone());
+        let tx = self
+            .lock()
+            .get(task_id)
+            .and_then(|e| e.channel.get().cloned());
         if let Some(tx) = tx {
             // No follower is not an error: the log has it.
             let _ = tx.send((seq, Arc::new(event)));
@@ -97,7 +113,7 @@ impl Hub {
     pub(crate) fn followed_from_elsewhere(&self, task_id: &str) -> bool {
         self.lock()
             .get(task_id)
-            .is_some_and(|e| e.producers == 0 && e.tx.receiver_count() > 0)
+            .is_some_and(|e| e.producers == 0 && e.followers() > 0)
     }
 
     /// Shutdown: every follower's channel closes (they read the log one last
@@ -116,7 +132,7 @@ impl Hub {
         let mut runs = self.lock();
         if let Some(entry) = runs.get(task_id)
             && entry.producers == 0
-            && entry.tx.receiver_count() == 0
+            && entry.followers() == 0
         {
             runs.remove(task_id);
         }
@@ -126,7 +142,7 @@ impl Hub {
 /// The executing side of a run's channel.
 #[derive(Debug)]
 pub(crate) struct Producer {
-    tx: broadcast::Sender<Live>,
+    channel: Channel,
     hub: Hub,
     task_id: String,
 }
@@ -134,7 +150,10 @@ pub(crate) struct Producer {
 impl Producer {
     /// Publishes an event already in the log.
     pub(crate) fn publish(&self, seq: u64, event: Event) {
-        let _ = self.tx.send((seq, Arc::new(event)));
+        // Nobody subscribed yet: nothing to wake (the log has it).
+        if let Some(tx) = self.channel.get() {
+            let _ = tx.send((seq, Arc::new(event)));
+        }
     }
 }
 
@@ -173,6 +192,11 @@ impl Subscription {
             None => Err(broadcast::error::RecvError::Closed),
         }
     }
+
+    /// A live event already received, if any (no wait).
+    pub(crate) fn try_recv(&mut self) -> Option<Live> {
+        self.rx.as_mut().and_then(|rx| rx.try_recv().ok())
+    }
 }
 
 impl Drop for Subscription {
@@ -205,5 +229,25 @@ mod tests {
         let late = hub.subscribe("other");
         drop(late);
         assert_eq!(hub.len(), 0, "the last follower removes the channel");
+    }
+
+    #[tokio::test]
+    async fn an_execution_makes_no_channel_until_somebody_follows() {
+        let hub = Hub::default();
+        let producer = hub.produce("run");
+        assert!(
+            hub.lock()["run"].channel.get().is_none(),
+            "no follower: no buffer"
+        );
+        producer.publish(1, event());
+        let mut follower = hub.subscribe("run");
+        producer.publish(2, event());
+        assert_eq!(
+            follower.recv().await.map(|(seq, _)| seq),
+            Ok(2),
+            "a follower gets what is published after it subscribed"
+        );
+        drop(producer);
+        assert!(follower.recv().await.is_err(), "and sees the run end here");
     }
 }

@@ -101,6 +101,59 @@ pub struct Claimed {
     pub mode: Option<RuntimeMode>,
     /// `forwardedProps.client_time` as accepted.
     pub client_time: Option<ClientTime>,
+    /// What its agent reads besides its input, read in the claim's own
+    /// transaction by a backend that can do that without another trip to
+    /// the database (`None`: read it afterwards, see
+    /// [`RunContext::read`]).
+    pub context: Option<RunContext>,
+}
+
+/// Which messages of a thread a run's agent is given: the latest this many
+/// of the roles in [`HISTORY_ROLES`] (what the model is sent; older turns
+/// would cost every executing run memory — images inline — for nothing).
+pub const HISTORY_WINDOW: u32 = 60;
+
+/// The roles of a thread's messages a run's agent is given.
+pub const HISTORY_ROLES: [&str; 5] = ["user", "assistant", "tool", "system", "developer"];
+
+/// What a claimed run's agent reads from the store besides its input, as
+/// stored (JSON text: parsed where the run executes, not where it was read).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunContext {
+    /// The owner's profile settings (`None`: never set).
+    pub settings: Option<String>,
+    /// The thread's latest [`HISTORY_WINDOW`] messages of
+    /// [`HISTORY_ROLES`], oldest first (this turn's included).
+    pub history: Vec<String>,
+    /// The config of the automation job the thread belongs to (read for an
+    /// automation run only).
+    pub job_config: Option<String>,
+}
+
+impl RunContext {
+    /// Reads it with separate queries (for a run claimed without it); the
+    /// job's config only for an `automation` run.
+    pub async fn read(
+        store: &dyn Store,
+        user: &str,
+        thread_id: &str,
+        automation: bool,
+    ) -> Result<Self, Error> {
+        let settings = store.settings(user).await?;
+        Ok(Self {
+            settings: (!settings.is_empty())
+                .then(|| serde_json::to_string(&settings))
+                .transpose()?,
+            history: store.recent_messages(thread_id, HISTORY_WINDOW).await?,
+            job_config: match automation {
+                true => store
+                    .job_of_thread(user, thread_id)
+                    .await?
+                    .map(|job| job.config),
+                false => None,
+            },
+        })
+    }
 }
 
 /// A run as the API shows it.
@@ -420,6 +473,10 @@ pub trait ThreadStore: Send + Sync {
         thread_id: &str,
         roles: &[&str],
     ) -> Result<Vec<StoredMessage>, Error>;
+
+    /// The bodies (AG-UI message JSON) of a thread's latest `limit` messages
+    /// of [`HISTORY_ROLES`], oldest first: what a run's agent is given.
+    async fn recent_messages(&self, thread_id: &str, limit: u32) -> Result<Vec<String>, Error>;
 }
 
 /// Profiles.

@@ -88,6 +88,7 @@ impl Accept {
             input: input.clone(),
             mode: run.mode,
             client_time: run.client_time.cloned(),
+            context: None,
         });
         Ok(Self {
             task_id,
@@ -224,5 +225,6 @@ pub(in crate::store) fn claimed(
         client_time: client_time
             .and_then(|t| serde_json::from_str(t).ok())
             .and_then(|t| ClientTime::from_json(&t)),
+        context: None,
     })
 }

@@ -2,6 +2,20 @@
 //! profiles, calendars, jobs): one text, instantiated for each backend's
 //! store and row type. Placeholders are `$n`, which SQLite reads too.
 
+/// A thread's latest messages an agent is given (`RunContext::history`),
+/// newest first: `$1` the thread, `$2` how many. The roles are
+/// `HISTORY_ROLES`'s.
+pub(in crate::store) const RECENT_MESSAGES: &str = "SELECT body FROM messages WHERE thread_id = $1 \
+     AND role IN ('user', 'assistant', 'tool', 'system', 'developer') ORDER BY seq DESC LIMIT $2";
+
+/// A user's profile settings (JSON text): `$1` the user.
+pub(in crate::store) const SETTINGS: &str = "SELECT settings FROM users WHERE id = $1";
+
+/// The config of the automation job a thread belongs to: `$1` the user, `$2`
+/// the thread.
+pub(in crate::store) const JOB_CONFIG: &str =
+    "SELECT config FROM automation_jobs WHERE user_id = $1 AND thread_id = $2";
+
 /// Implements `ThreadStore`, `ProfileStore`, `CalendarStore` and `JobStore`
 /// for a backend store with a `pool` field.
 macro_rules! shared_records {
@@ -49,6 +63,20 @@ macro_rules! shared_records {
                         })
                     })
                     .collect()
+            }
+
+            async fn recent_messages(
+                &self,
+                thread_id: &str,
+                limit: u32,
+            ) -> Result<Vec<String>, Error> {
+                let mut bodies: Vec<String> = sqlx::query_scalar(crate::store::records::RECENT_MESSAGES)
+                    .bind(thread_id)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?;
+                bodies.reverse();
+                Ok(bodies)
             }
 
             async fn threads(
@@ -235,7 +263,7 @@ macro_rules! shared_records {
                 &self,
                 user: &str,
             ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
-                let text: Option<String> = sqlx::query_scalar("SELECT settings FROM users WHERE id = $1")
+                let text: Option<String> = sqlx::query_scalar(crate::store::records::SETTINGS)
                     .bind(user)
                     .fetch_optional(&self.pool)
                     .await?;

@@ -50,6 +50,13 @@ BEGIN
         END IF;
         RETURN;
     END IF;
+    -- A new thread holds no pending call: a turn answering one is refused
+    -- before the thread is written.
+    IF p_strict AND COALESCE(cardinality(p_answers), 0) > 0
+       AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = p_thread) THEN
+        RETURN QUERY SELECT 'not_pending'::TEXT, p_answers[1], FALSE, FALSE;
+        RETURN;
+    END IF;
     INSERT INTO threads (id, user_id, created_at, last_active_at)
     VALUES (p_thread, p_user, p_now, p_now) ON CONFLICT (id) DO NOTHING;
     v_created := FOUND;
@@ -110,6 +117,37 @@ BEGIN
     END IF;
     PERFORM pg_notify('agwire', 'r');
     RETURN QUERY SELECT 'accepted'::TEXT, p_task, v_created, v_busy > 0;
+END $$;
+
+-- Accepts grouped in one statement (and so one commit): `agwire_accept` for
+-- each call of `p_calls` (an array of objects, one per call, its arguments
+-- by name; `owner` null when the run is not to start here), in order — a
+-- call sees the calls before it. One answer per call, numbered from 1.
+CREATE OR REPLACE FUNCTION agwire_accept_many(p_calls JSONB, p_lease_ms BIGINT)
+RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_call JSONB;
+    i INT;
+BEGIN
+    FOR i IN 1 .. COALESCE(jsonb_array_length(p_calls), 0) LOOP
+        v_call := p_calls -> (i - 1);
+        n := i;
+        SELECT a.outcome, a.task_id, a.created, a.waiting
+        INTO outcome, task_id, created, waiting
+        FROM agwire_accept(
+            v_call ->> 'task', v_call ->> 'user', v_call ->> 'thread', v_call ->> 'run',
+            v_call ->> 'hash', v_call ->> 'input', v_call ->> 'mode', v_call ->> 'client_time',
+            (v_call ->> 'enqueue')::BOOLEAN, (v_call ->> 'dedupe')::BOOLEAN,
+            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'ids')),
+            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'roles')),
+            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'bodies')),
+            v_call ->> 'pending', (v_call ->> 'now')::BIGINT, v_call ->> 'owner', p_lease_ms,
+            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'answers')),
+            (v_call ->> 'strict')::BOOLEAN
+        ) AS a;
+        RETURN NEXT;
+    END LOOP;
 END $$;
 
 -- RunStore::append_events: the first event's number, or NULL when the run

@@ -25,6 +25,7 @@
 //! Migrations are sqlx's (`migrations/postgres/`), run at connect under
 //! sqlx's advisory lock, so replicas starting together migrate once.
 
+mod accepts;
 mod batch;
 mod records;
 mod runs;
@@ -84,6 +85,8 @@ pub struct PgStore {
     changes: broadcast::Sender<Change>,
     /// Event appends, committed in batches.
     writer: batch::Writer,
+    /// Accepts, committed in batches.
+    accepts: accepts::Accepts,
     /// Stops the listener and the lease renewal with the last clone.
     _tasks: Arc<DropGuard>,
 }
@@ -135,12 +138,15 @@ impl PgStore {
             stop.clone(),
         ));
         let writer = batch::Writer::start(pool.clone(), stop.clone());
+        let accepts =
+            accepts::Accepts::start(pool.clone(), replica.clone(), lease_ms, stop.clone());
         Ok(Self {
             pool,
             replica,
             lease_ms,
             changes,
             writer,
+            accepts,
             _tasks: Arc::new(stop.drop_guard()),
         })
     }

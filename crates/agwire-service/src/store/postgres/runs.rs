@@ -2,7 +2,7 @@
 
 use agwire_core::Event;
 use async_trait::async_trait;
-use sqlx::{PgConnection, Row};
+use sqlx::{PgConnection, PgPool, Row};
 
 use super::{DB_NOW_MS, PgStore, notify};
 use crate::error::Error;
@@ -191,81 +191,106 @@ async fn claim(
     Ok(claimed)
 }
 
-impl PgStore {
-    /// `agwire_accept` for a prepared run (started here when `run.start`).
-    async fn accept(&self, run: &Accept) -> Result<Accepted, Error> {
-        let (ids, roles, bodies) = columns(&run.candidates);
-        let owner = run.start.as_ref().map(|_| &*self.replica);
-        // Two first posts of one (user, runId) can race past the lookup; the
-        // loser's insert breaks the unique key (and writes nothing), and its
-        // second attempt finds the winner's run (a replay, or a conflict).
-        for attempt in 0..2 {
-            let answer = sqlx::query(
-                "SELECT outcome, task_id, created, waiting FROM agwire_accept(\
-                 $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
-            )
-            .bind(&run.task_id)
-            .bind(&run.user)
-            .bind(&run.thread_id)
-            .bind(&run.run_id)
-            .bind(&run.request_hash)
-            .bind(&run.input_json)
-            .bind(run.mode)
-            .bind(run.client_time.as_deref())
-            .bind(run.enqueue)
-            .bind(run.dedupe)
-            .bind(&ids)
-            .bind(&roles)
-            .bind(&bodies)
-            .bind(&run.pending)
-            .bind(run.now_ms)
-            .bind(owner)
-            .bind(self.lease_ms)
-            .bind(&run.answers)
-            .bind(run.strict_answers)
-            .fetch_one(&self.pool)
-            .await;
-            let row = match answer {
-                Ok(row) => row,
-                Err(error) if attempt == 0 && is_unique_violation(&error) => continue,
-                Err(error) => return Err(error.into()),
-            };
-            let outcome: String = row.try_get("outcome")?;
-            let accepted = |replayed, started| -> Result<Accepted, Error> {
-                Ok(Accepted {
-                    task_id: row.try_get("task_id")?,
-                    thread_id: run.thread_id.clone(),
-                    run_id: run.run_id.clone(),
-                    created: row.try_get("created")?,
-                    replayed,
-                    waiting: row.try_get("waiting")?,
-                    started,
-                })
-            };
-            return match outcome.as_str() {
-                "accepted" => accepted(false, None),
-                "started" => accepted(false, run.start.clone()),
-                "replayed" => accepted(true, None),
-                "conflict" => Err(Error::RunIdReused {
-                    run_id: run.run_id.clone(),
-                }),
-                "not_found" => Err(Error::ThreadNotFound),
-                "busy" => Err(Error::ThreadBusy),
-                "not_pending" => Err(Error::ToolCallNotPending {
-                    tool_call_id: row.try_get("task_id")?,
-                }),
-                "answered" => Err(Error::ToolCallAnswered {
-                    tool_call_id: row.try_get("task_id")?,
-                }),
-                "closed" => Err(Error::ToolCallClosed {
-                    tool_call_id: row.try_get("task_id")?,
-                }),
-                other => Err(Error::Internal(format!("agwire_accept answered {other}"))),
-            };
-        }
-        Err(Error::RunIdInFlight {
-            run_id: run.run_id.clone(),
+/// `agwire_accept` for one prepared run on its own statement (started by
+/// `owner` when given), retried once when it lost a race to the same
+/// runId's first post.
+pub(super) async fn accept_alone(
+    pool: &PgPool,
+    run: &Accept,
+    owner: Option<&str>,
+    lease_ms: i64,
+) -> Result<Accepted, Error> {
+    let (ids, roles, bodies) = columns(&run.candidates);
+    // Two first posts of one (user, runId) can race past the lookup; the
+    // loser's insert breaks the unique key (and writes nothing), and its
+    // second attempt finds the winner's run (a replay, or a conflict).
+    for attempt in 0..2 {
+        let answer = sqlx::query(
+            "SELECT outcome, task_id, created, waiting FROM agwire_accept(\
+             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+        )
+        .bind(&run.task_id)
+        .bind(&run.user)
+        .bind(&run.thread_id)
+        .bind(&run.run_id)
+        .bind(&run.request_hash)
+        .bind(&run.input_json)
+        .bind(run.mode)
+        .bind(run.client_time.as_deref())
+        .bind(run.enqueue)
+        .bind(run.dedupe)
+        .bind(&ids)
+        .bind(&roles)
+        .bind(&bodies)
+        .bind(&run.pending)
+        .bind(run.now_ms)
+        .bind(owner)
+        .bind(lease_ms)
+        .bind(&run.answers)
+        .bind(run.strict_answers)
+        .fetch_one(pool)
+        .await;
+        let row = match answer {
+            Ok(row) => row,
+            Err(error) if attempt == 0 && is_unique_violation(&error) => continue,
+            Err(error) => return Err(error.into()),
+        };
+        return answered(
+            run,
+            &row.try_get::<String, _>("outcome")?,
+            row.try_get("task_id")?,
+            row.try_get("created")?,
+            row.try_get("waiting")?,
+        );
+    }
+    Err(Error::RunIdInFlight {
+        run_id: run.run_id.clone(),
+    })
+}
+
+/// What `agwire_accept`'s answer means for `run` (see its outcomes).
+pub(super) fn answered(
+    run: &Accept,
+    outcome: &str,
+    task_id: Option<String>,
+    created: bool,
+    waiting: bool,
+) -> Result<Accepted, Error> {
+    let named = |task_id: Option<String>| {
+        task_id.ok_or_else(|| {
+            Error::Internal(format!("agwire_accept answered {outcome} without an id"))
         })
+    };
+    let accepted = |replayed, started| -> Result<Accepted, Error> {
+        Ok(Accepted {
+            task_id: named(task_id.clone())?,
+            thread_id: run.thread_id.clone(),
+            run_id: run.run_id.clone(),
+            created,
+            replayed,
+            waiting,
+            started,
+        })
+    };
+    match outcome {
+        "accepted" => accepted(false, None),
+        "started" => accepted(false, run.start.clone()),
+        "replayed" => accepted(true, None),
+        "conflict" => Err(Error::RunIdReused {
+            run_id: run.run_id.clone(),
+        }),
+        "not_found" => Err(Error::ThreadNotFound),
+        "busy" => Err(Error::ThreadBusy),
+        "not_pending" => Err(Error::ToolCallNotPending {
+            tool_call_id: named(task_id)?,
+        }),
+        "answered" => Err(Error::ToolCallAnswered {
+            tool_call_id: named(task_id)?,
+        }),
+        "closed" => Err(Error::ToolCallClosed {
+            tool_call_id: named(task_id)?,
+        }),
+        other => Err(Error::Internal(format!("agwire_accept answered {other}"))),
     }
 }
 
@@ -279,14 +304,15 @@ impl RunStore for PgStore {
         let start = run.start.cloned();
         let run = Accept::prepare(&run)?;
         let Some(start) = start else {
-            return self.accept(&run).await;
+            return self.accepts.accept(run, false).await;
         };
         // Registered before the write; forgotten unless the write started
         // the run (it waits, was a replay, was refused, or failed).
         (start.register)(&run.task_id);
-        let accepted = self.accept(&run).await;
+        let task_id = run.task_id.clone();
+        let accepted = self.accepts.accept(run, true).await;
         if !accepted.as_ref().is_ok_and(|a| a.started.is_some()) {
-            (start.forget)(&run.task_id);
+            (start.forget)(&task_id);
         }
         accepted
     }

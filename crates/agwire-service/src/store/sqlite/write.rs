@@ -6,8 +6,10 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::Error;
+use crate::run::RuntimeMode;
 use crate::store::prepared::{Accept, End, MessageRow};
-use crate::store::{Accepted, run_started};
+use crate::store::records::{JOB_CONFIG, RECENT_MESSAGES, SETTINGS};
+use crate::store::{Accepted, HISTORY_WINDOW, RunContext, run_started};
 
 impl Accept {
     /// The rules of `RunStore::accept_run`, in its order.
@@ -90,7 +92,10 @@ impl Accept {
             )?;
             None
         };
-        let started = self.start.filter(|_| !waiting);
+        let mut started = self.start.filter(|_| !waiting);
+        if let Some(run) = &mut started {
+            run.context = Some(context(tx, &self.user, &self.thread_id, self.mode)?);
+        }
         let task_id = self.task_id;
         tx.prepare_cached(
             "INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, \
@@ -126,6 +131,38 @@ impl Accept {
             started,
         })
     }
+}
+
+/// What a run starting now reads besides its input (`Claimed::context`),
+/// read in the transaction that starts it: the pages are the ones it just
+/// wrote, and it costs no trip to another thread.
+fn context(
+    tx: &Transaction<'_>,
+    user: &str,
+    thread_id: &str,
+    mode: Option<&str>,
+) -> Result<RunContext, Error> {
+    let settings: Option<String> = tx
+        .prepare_cached(SETTINGS)?
+        .query_row([user], |r| r.get(0))
+        .optional()?;
+    let mut history: Vec<String> = tx
+        .prepare_cached(RECENT_MESSAGES)?
+        .query_map(params![thread_id, HISTORY_WINDOW], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    history.reverse();
+    let job_config: Option<String> = if mode == Some(RuntimeMode::Automation.as_str()) {
+        tx.prepare_cached(JOB_CONFIG)?
+            .query_row(params![user, thread_id], |r| r.get(0))
+            .optional()?
+    } else {
+        None
+    };
+    Ok(RunContext {
+        settings,
+        history,
+        job_config,
+    })
 }
 
 /// The frontend tool calls a turn settles (`RunStore::accept_run`): with
@@ -368,13 +405,16 @@ pub(super) fn claim(
         if let Some(pending) = pending {
             flush_pending(tx, &task_id, (&thread_id, &run_id), &pending, now_ms)?;
         }
-        claimed.push(crate::store::prepared::claimed(
+        let context = context(tx, &user_id, &thread_id, mode.as_deref())?;
+        let mut run = crate::store::prepared::claimed(
             task_id,
             user_id,
             &input,
             mode.as_deref(),
             client_time.as_deref(),
-        )?);
+        )?;
+        run.context = Some(context);
+        claimed.push(run);
     }
     // Oldest first, whatever order RETURNING gave.
     claimed.sort_by(|a, b| a.task_id.cmp(&b.task_id));
