@@ -6,7 +6,9 @@
 # them: `[runs] max_concurrent` is above RUNS), and the growth per run —
 # what an executing run costs: its task, its agent's future and context, the
 # history given to it, its channels and buffers, its entries in the engine.
-# Each binary gets its own fresh server, one after the other, same run.
+# Then RUNS more: the growth over the second RUNS is the marginal cost, once
+# the bounded caches (SQLite's page caches, the allocator's arenas) have
+# filled. Each binary gets its own fresh server, one after the other.
 # Usage: bench/run_memory.sh [runs (10000)] [agwire binary ...]
 #   (default binary: this tree's release build; pass an older build first to
 #   compare, e.g. bench/run_memory.sh 10000 /tmp/agwire-old ./target/.../agwire)
@@ -45,19 +47,23 @@ for BIN in "${BINS[@]}"; do
   "$OUT/stream_flood" create --addr "$ADDR" --count 200 --src 127.0.0.5 > /dev/null
   sleep 1
   BEFORE=$(rss)
-  "$OUT/stream_flood" create --addr "$ADDR" --count "$RUNS" --src 127.0.0.5 > "$DIR/runs" 2> "$DIR/runs.err" \
-    || { echo "creating runs failed:" >&2; cat "$DIR/runs.err" >&2; exit 1; }
-  # Every run started (running, none queued), then settled.
-  for _ in $(seq 600); do
-    [ "$(metric 'agwire_runs{status="queued"}')" = 0 ] && break
-    sleep 0.1
-  done
-  sleep 1
+  batch() { # name src
+    "$OUT/stream_flood" create --addr "$ADDR" --count "$RUNS" --src "$2" > "$DIR/$1" 2> "$DIR/$1.err" \
+      || { echo "creating runs failed:" >&2; cat "$DIR/$1.err" >&2; exit 1; }
+    # Every run started (running, none queued), then settled.
+    for _ in $(seq 600); do
+      [ "$(metric 'agwire_runs{status="queued"}')" = 0 ] && break
+      sleep 0.1
+    done
+    sleep 1
+  }
+  batch first 127.0.0.5
+  MIDDLE=$(rss)
+  batch second 127.0.0.6
   AFTER=$(rss)
   RUNNING=$(metric 'agwire_runs{status="running"}')
-  CREATED=$(wc -l < "$DIR/runs")
-  printf '%s: %s runs executing (%s created), RSS %s -> %s KiB: %s KiB per executing run\n' \
-    "$BIN" "$RUNNING" "$CREATED" "$BEFORE" "$AFTER" \
-    "$(awk -v a="$AFTER" -v b="$BEFORE" -v n="$CREATED" 'BEGIN {printf "%.2f", n ? (a - b) / n : 0}')"
+  per() { awk -v a="$1" -v b="$2" -v n="$RUNS" 'BEGIN {printf "%.2f", (a - b) / n}'; }
+  printf '%s: %s runs executing; RSS %s -> %s -> %s KiB: %s KiB per run over the first %s, %s KiB per run over the next %s\n' \
+    "$BIN" "$RUNNING" "$BEFORE" "$MIDDLE" "$AFTER" "$(per "$MIDDLE" "$BEFORE")" "$RUNS" "$(per "$AFTER" "$MIDDLE")" "$RUNS"
   stop_server
 done

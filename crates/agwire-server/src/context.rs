@@ -49,14 +49,22 @@ struct Sink {
 }
 
 impl Sink {
-    async fn send(&mut self, event: Event) -> Result<(), Error> {
-        if !self.gone && self.tx.send(event).await.is_ok() {
-            return Ok(());
-        }
-        self.gone = true;
-        match self.policy {
-            DisconnectPolicy::Cancel => Err(Error::Disconnected),
-            DisconnectPolicy::Finish => Ok(()),
+    /// Queues `event` now (unless the receiver is gone) and gives the wait
+    /// for room: the future holds no event (see [`crate::EventSender::send`]).
+    fn send(&mut self, event: Event) -> impl Future<Output = Result<(), Error>> + '_ {
+        let Sink { tx, policy, gone } = self;
+        let room = (!*gone).then(|| tx.send(event));
+        async move {
+            if let Some(room) = room
+                && room.await.is_ok()
+            {
+                return Ok(());
+            }
+            *gone = true;
+            match policy {
+                DisconnectPolicy::Cancel => Err(Error::Disconnected),
+                DisconnectPolicy::Finish => Ok(()),
+            }
         }
     }
 }
@@ -187,7 +195,19 @@ impl RunContext {
     /// run's own lifecycle events (`RUN_STARTED`, `RUN_FINISHED`, `RUN_ERROR`
     /// are sent for the agent). Fails with [`Error::Cancelled`] or
     /// [`Error::Disconnected`] once the run is cancelled.
-    pub async fn emit(&mut self, event: Event) -> Result<(), Error> {
+    ///
+    /// (Not an `async fn`: the event is checked and queued when this is
+    /// called, and the future awaited holds no event, so an agent's future
+    /// stays small however many helpers it nests.)
+    pub fn emit(&mut self, event: Event) -> impl Future<Output = Result<(), Error>> + '_ {
+        let sent = self
+            .emittable(&event)
+            .and_then(|()| self.send_checked(event));
+        async move { sent?.await }
+    }
+
+    /// What `emit` refuses before the checks every event gets.
+    fn emittable(&self, event: &Event) -> Result<(), Error> {
         if matches!(
             event,
             Event::RunStarted(_) | Event::RunFinished(_) | Event::RunError(_)
@@ -204,10 +224,14 @@ impl RunContext {
                 Error::Cancelled
             });
         }
-        self.send_checked(event).await
+        Ok(())
     }
 
-    async fn send_checked(&mut self, mut event: Event) -> Result<(), Error> {
+    /// Checks `event` and queues it: the wait for room, or why not.
+    fn send_checked(
+        &mut self,
+        mut event: Event,
+    ) -> Result<impl Future<Output = Result<(), Error>> + '_, Error> {
         if self.finished {
             return Err(Error::Finished);
         }
@@ -236,7 +260,7 @@ impl RunContext {
             self.state = state;
         }
         event.adapt_for_peer(self.version);
-        self.sink.send(event).await
+        Ok(self.sink.send(event))
     }
 
     fn track(&mut self, event: &Event) {
@@ -693,7 +717,7 @@ impl RunContext {
             input: None,
             base: BaseEvent::default(),
         });
-        self.send_checked(event).await
+        self.send_checked(event)?.await
     }
 
     /// Sends the terminal event for the agent's `outcome`: closes what is
@@ -776,7 +800,7 @@ impl RunContext {
                 }),
             };
             let before = self.open.len();
-            self.send_checked(event).await?;
+            self.send_checked(event)?.await?;
             if self.open.len() == before {
                 // Tracking and the verifier disagree; never loop forever.
                 self.open.pop();

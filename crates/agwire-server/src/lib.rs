@@ -15,7 +15,7 @@ pub use context::{DisconnectPolicy, RunContext};
 pub use endpoint::{AgentEndpoint, DEFAULT_CHANNEL_CAPACITY, run_detached};
 pub use error::{AgentError, Error};
 pub use intake::{DEFAULT_MAX_BODY_BYTES, Intake, IntakeError};
-pub use queue::{Closed, EventReceiver, EventSender, event_queue};
+pub use queue::{Closed, EventReceiver, EventSender, Room, event_queue};
 pub use response::{DEFAULT_KEEP_ALIVE, EventStream, Receiver};
 pub use serve::{serve, serve_with};
 

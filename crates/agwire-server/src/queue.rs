@@ -46,7 +46,8 @@ pub struct EventSender(Arc<Shared>);
 #[derive(Debug)]
 pub struct EventReceiver(Arc<Shared>);
 
-/// A queue of at most `capacity` (≥ 1) events.
+/// A queue of `capacity` (≥ 1) events (and the one a waiting sender
+/// queued; see [`EventSender::send`]).
 pub fn event_queue(capacity: usize) -> (EventSender, EventReceiver) {
     let shared = Arc::new(Shared(Mutex::new(State {
         events: VecDeque::new(),
@@ -64,29 +65,56 @@ pub fn event_queue(capacity: usize) -> (EventSender, EventReceiver) {
 pub struct Closed;
 
 impl EventSender {
-    /// Queues `event`, waiting while the queue is full; `Err` when the
-    /// receiver is gone.
-    pub async fn send(&self, event: Event) -> Result<(), Closed> {
-        let mut event = Some(event);
-        std::future::poll_fn(|cx| {
-            let mut state = self.0.lock();
-            if state.closed {
-                return Poll::Ready(Err(Closed));
-            }
-            if state.events.len() >= state.capacity {
-                state.tx = Some(cx.waker().clone());
-                return Poll::Pending;
-            }
-            if let Some(event) = event.take() {
-                state.events.push_back(event);
-            }
+    /// Queues `event` at once (unless the receiver is gone) and gives the
+    /// wait for room: it resolves when the queue holds no more than its
+    /// capacity, so a sender that awaits each send keeps at most
+    /// `capacity + 1` events queued. `Err` when the receiver is gone.
+    ///
+    /// Why queue first: the future a sender awaits then holds no event —
+    /// it is a few words, not an `Event` per nested call — and an agent's
+    /// future, held for its whole run, is as large as the largest thing it
+    /// awaits.
+    pub fn send(&self, event: Event) -> Room<'_> {
+        let mut state = self.0.lock();
+        let refused = state.closed;
+        if !refused {
+            state.events.push_back(event);
             if let Some(waker) = state.rx.take() {
                 drop(state);
                 waker.wake();
             }
-            Poll::Ready(Ok(()))
-        })
-        .await
+        }
+        Room {
+            shared: &self.0,
+            refused,
+        }
+    }
+}
+
+/// The wait for room after a send ([`EventSender::send`]).
+#[derive(Debug)]
+#[must_use = "the event is queued; awaiting this waits for room (and learns whether the receiver is gone)"]
+pub struct Room<'a> {
+    shared: &'a Shared,
+    refused: bool,
+}
+
+impl std::future::Future for Room<'_> {
+    type Output = Result<(), Closed>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.refused {
+            return Poll::Ready(Err(Closed));
+        }
+        let mut state = self.shared.lock();
+        if state.closed {
+            return Poll::Ready(Err(Closed));
+        }
+        if state.events.len() > state.capacity {
+            state.tx = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -210,7 +238,7 @@ mod tests {
                 })
             })
             .await;
-            assert!(rx.0.lock().events.len() <= 2);
+            assert!(rx.0.lock().events.len() <= 3, "capacity + 1 at most");
             if !more {
                 break;
             }
