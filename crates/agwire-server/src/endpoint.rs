@@ -195,15 +195,17 @@ impl AgentEndpoint {
 /// then finishes with outcome `cancelled`). Returns when the terminal event
 /// was sent. This is how a service runs agents in the background, writing the
 /// events to a log instead of a response.
-pub async fn run_detached(
+pub fn run_detached(
     agent: &dyn DynAgent,
     input: RunAgentInput,
     tx: crate::EventSender,
     cancel: CancellationToken,
-) {
+) -> impl Future<Output = ()> + Send + '_ {
+    // Not an `async fn`: its arguments would stay in the future for the
+    // whole run; set up now, the future holds boxes.
     let version = ProtocolVersion::negotiate(input.protocol_version.as_deref());
     let ctx = RunContext::new(&input, version, tx, DisconnectPolicy::Finish, cancel);
-    drive(Runner::Borrowed(agent), Box::new(input), Box::new(ctx)).await;
+    drive(Runner::Borrowed(agent), Box::new(input), Box::new(ctx))
 }
 
 /// The agent a run executes: the endpoint's (shared, for a run that outlives
