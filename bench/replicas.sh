@@ -17,6 +17,8 @@
 # (Without a writable cgroup CPU controller those rows are skipped, said.)
 #
 # Usage: bench/replicas.sh [seconds per wrk run (10)] [connections (16)]
+# AGWIRE_BIN: the agwire binary to measure (default: this tree's build;
+# token_latency is always this tree's).
 # QUOTA: each replica's share of one core in the quota rows (20).
 # AGWIRE_BENCH_PG_URL: a PostgreSQL server to create databases on
 # (default postgres://postgres@127.0.0.1:5432/postgres).
@@ -26,8 +28,13 @@ SECS=${1:-10}
 CONNS=${2:-16}
 PG=${AGWIRE_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
+# Built as the test command builds (scripts/build-env.sh), reusing its work.
+source scripts/build-env.sh
+OUT=${CARGO_TARGET_DIR:-./target}/$CARGO_BUILD_TARGET/release
 cargo build --release -q -p agwire -p agwire-bench --bin agwire --bin token_latency
-BIN=./target/release/agwire
+# AGWIRE_BIN: another agwire binary to measure (an older build, to compare
+# in the same run); default: this tree's release build.
+BIN=${AGWIRE_BIN:-$OUT/agwire}
 WORK=$(mktemp -d)
 # Replicas' pids and the benchmark's databases, one per line (written from
 # the subshells that start them).
@@ -157,9 +164,9 @@ else
 fi
 
 echo "token latency, provider chunk -> SSE frame (token_latency 5 200):"
-printf '  SQLite:     %s\n' "$(./target/release/token_latency 5 200 | tail -1)"
+printf '  SQLite:     %s\n' "$("$OUT/token_latency" 5 200 | tail -1)"
 url=$(database)
-printf '  PostgreSQL: %s\n' "$(AGWIRE_DATABASE_URL=$url ./target/release/token_latency 5 200 | tail -1)"
+printf '  PostgreSQL: %s\n' "$(AGWIRE_DATABASE_URL=$url "$OUT/token_latency" 5 200 | tail -1)"
 
 url=$(database)
 pgbench -q -i -s 10 "$url" >/dev/null 2>&1

@@ -18,7 +18,7 @@ CONNS=${2:-16}
 command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 # Built as the test command builds (scripts/build-env.sh), reusing its work.
 source scripts/build-env.sh
-OUT=./target/$CARGO_BUILD_TARGET/release
+OUT=${CARGO_TARGET_DIR:-./target}/$CARGO_BUILD_TARGET/release
 # AGWIRE_BIN: another agwire binary to measure (an older build, to compare
 # in the same run); default: this tree's release build.
 BIN=${AGWIRE_BIN:-$OUT/agwire}

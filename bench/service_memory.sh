@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 ROUNDS=${1:-10}
 PER=${2:-1000}
 CLIENTS=${3:-16}
-BIN=${4:-./target/release/agwire}
+source scripts/build-env.sh
+OUT=${CARGO_TARGET_DIR:-./target}/$CARGO_BUILD_TARGET/release
+BIN=${4:-$OUT/agwire}
 cargo build --release -q -p agwire -p agwire-bench --bin agwire --bin service_memory
 DATA=$(mktemp -d)
 trap 'kill $PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
@@ -18,4 +20,4 @@ PID=$!
 for _ in $(seq 100); do grep -q listening "$DATA/out" 2>/dev/null && break; sleep 0.05; done
 ADDR=$(sed -n 's/^listening http:\/\///p' "$DATA/out")
 echo "agwire serve ($BIN), $ROUNDS rounds x $PER runs, $CLIENTS clients"
-./target/release/service_memory "$ADDR" "$PID" "$ROUNDS" "$PER" "$CLIENTS"
+"$OUT/service_memory" "$ADDR" "$PID" "$ROUNDS" "$PER" "$CLIENTS"
