@@ -184,6 +184,11 @@ fn run(mut connection: Connection, queue: &std_mpsc::Receiver<Work>) {
     }
 }
 
+/// Runs one statement without results from the connection's cache.
+fn run_cached(tx: &Transaction<'_>, sql: &str) -> rusqlite::Result<()> {
+    tx.prepare_cached(sql)?.raw_execute().map(|_| ())
+}
+
 fn commit_batch(
     connection: &mut Connection,
     batch: &mut Vec<Work>,
@@ -201,7 +206,8 @@ fn commit_batch(
     };
     for work in batch.drain(..) {
         // Each call in a savepoint of its own: its failure undoes only it.
-        if let Err(error) = tx.execute_batch("SAVEPOINT call") {
+        // (Prepared once: a statement per call is parsed for nothing.)
+        if let Err(error) = run_cached(&tx, "SAVEPOINT call") {
             // Without a savepoint the call could not be undone alone: it is
             // not run (its caller gets an error).
             tracing::error!(%error, "could not open a savepoint; the call is refused");
@@ -211,12 +217,12 @@ fn commit_batch(
             // writer goes on.
             let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&tx)));
             let failed = reply.as_ref().map_or(true, |reply| reply.failed());
-            let end = if failed {
-                "ROLLBACK TO call; RELEASE call"
+            let undone = if failed {
+                run_cached(&tx, "ROLLBACK TO call")
             } else {
-                "RELEASE call"
+                Ok(())
             };
-            if let Err(error) = tx.execute_batch(end) {
+            if let Err(error) = undone.and_then(|()| run_cached(&tx, "RELEASE call")) {
                 tracing::error!(%error, "could not close a savepoint");
             }
             match reply {
