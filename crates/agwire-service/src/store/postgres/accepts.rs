@@ -37,9 +37,9 @@ const LANES: usize = 4;
 
 /// One accept waiting for its batch.
 struct Call {
+    /// The prepared accept (started here, by this replica, when it holds a
+    /// `start` and its thread is idle).
     run: Accept,
-    /// Started here, by this replica, when its thread is idle.
-    start: bool,
     reply: oneshot::Sender<Result<Accepted, Error>>,
 }
 
@@ -63,7 +63,7 @@ impl Call {
             "bodies": run.candidates.iter().map(|m| &m.2).collect::<Vec<_>>(),
             "pending": run.pending,
             "now": run.now_ms,
-            "owner": self.start.then_some(replica),
+            "owner": run.start.as_ref().map(|_| replica),
             "answers": run.answers,
             "strict": run.strict_answers,
         })
@@ -107,13 +107,13 @@ impl Accepts {
         Self { calls }
     }
 
-    /// Accepts `run` (started by this replica when `start` and its thread is
-    /// idle): answered after the commit that holds it.
-    pub(super) async fn accept(&self, run: Accept, start: bool) -> Result<Accepted, Error> {
+    /// Accepts `run` (started by this replica when it holds a `start` and
+    /// its thread is idle): answered after the commit that holds it.
+    pub(super) async fn accept(&self, run: Accept) -> Result<Accepted, Error> {
         let (reply, answer) = oneshot::channel();
         let gone = || Error::ShuttingDown;
         self.calls
-            .send(Call { run, start, reply })
+            .send(Call { run, reply })
             .await
             .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
@@ -177,7 +177,7 @@ async fn run(lane: Arc<Lane>) {
 /// Each call on its own statement.
 async fn alone(lane: &Lane, calls: impl Iterator<Item = Call>) {
     for call in calls {
-        let owner = call.start.then_some(&*lane.replica);
+        let owner = call.run.start.as_ref().map(|_| &*lane.replica);
         let answer = accept_alone(&lane.pool, &call.run, owner, lane.lease_ms).await;
         let _ = call.reply.send(answer);
     }

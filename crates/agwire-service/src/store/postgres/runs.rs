@@ -304,13 +304,13 @@ impl RunStore for PgStore {
         let start = run.start.cloned();
         let run = Accept::prepare(&run)?;
         let Some(start) = start else {
-            return self.accepts.accept(run, false).await;
+            return self.accepts.accept(run).await;
         };
         // Registered before the write; forgotten unless the write started
         // the run (it waits, was a replay, was refused, or failed).
         (start.register)(&run.task_id);
         let task_id = run.task_id.clone();
-        let accepted = self.accepts.accept(run, true).await;
+        let accepted = self.accepts.accept(run).await;
         if !accepted.as_ref().is_ok_and(|a| a.started.is_some()) {
             (start.forget)(&task_id);
         }
