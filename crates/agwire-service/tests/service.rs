@@ -280,6 +280,7 @@ async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
                         status: RunStatus::Succeeded,
                         error: None,
                         usage: None,
+                        events: &[],
                         terminal: &finished,
                         output: &[],
                         ui_schema: None,

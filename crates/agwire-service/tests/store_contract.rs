@@ -116,6 +116,7 @@ async fn end(
         status,
         error: None,
         usage: None,
+        events: &[],
         terminal,
         output,
         ui_schema: None,
@@ -546,6 +547,7 @@ async fn an_ended_run_has_a_valid_log_and_its_final_state_never_changes() {
             status: RunStatus::Failed,
             error: Some(&detail),
             usage: Some(&usage),
+            events: &[],
             terminal: &error,
             output: &[],
             ui_schema: None,
@@ -1346,6 +1348,93 @@ async fn only_a_running_run_takes_events() {
     }
 }
 
+#[tokio::test]
+async fn a_runs_last_events_are_written_with_its_end_and_only_a_running_runs() {
+    for (backend, store, _database) in backends().await {
+        let t = thread();
+        let r1 = input(&t, "r1", "hi");
+        let accepted = store.accept_run(new_run("alice", &r1, "h")).await.unwrap();
+        claim_all(&*store).await;
+        store
+            .append_events(&accepted.task_id, &[run_started(&t, "r1")])
+            .await
+            .unwrap();
+        let last = [text(1), text(2)];
+        let terminal = finished(&t, "r1");
+        let ending = Ending {
+            status: RunStatus::Succeeded,
+            error: None,
+            usage: None,
+            events: &last,
+            terminal: &terminal,
+            output: &[],
+            ui_schema: None,
+        };
+        assert_eq!(
+            store.end_run(&accepted.task_id, &ending, 3).await.unwrap(),
+            Some(4),
+            "{backend}: numbered after the log, the terminal event last"
+        );
+        let log: Vec<Event> = store
+            .events_after(&accepted.task_id, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect();
+        assert_eq!(
+            log,
+            [run_started(&t, "r1"), text(1), text(2), terminal.clone()],
+            "{backend}"
+        );
+        // Ended: neither the events nor the end again.
+        assert_eq!(
+            store.end_run(&accepted.task_id, &ending, 4).await.unwrap(),
+            None,
+            "{backend}"
+        );
+        // Queued (not claimed): a run that never ran takes no events, so no
+        // end that brings some.
+        let t2 = thread();
+        let r2 = input(&t2, "r2", "hi");
+        let queued = store.accept_run(new_run("alice", &r2, "h2")).await.unwrap();
+        let starts = [run_started(&t2, "r2")];
+        let terminal = finished(&t2, "r2");
+        let ending = Ending {
+            events: &starts,
+            terminal: &terminal,
+            ..ending
+        };
+        assert_eq!(
+            store.end_run(&queued.task_id, &ending, 5).await.unwrap(),
+            None,
+            "{backend}"
+        );
+        assert_eq!(
+            store.run_status(&queued.task_id).await.unwrap(),
+            Some(RunStatus::Queued),
+            "{backend}"
+        );
+        assert!(
+            store
+                .events_after(&queued.task_id, 0)
+                .await
+                .unwrap()
+                .is_empty(),
+            "{backend}"
+        );
+        assert_eq!(
+            store
+                .events_after(&accepted.task_id, 0)
+                .await
+                .unwrap()
+                .len(),
+            4,
+            "{backend}"
+        );
+    }
+}
+
 /// PostgreSQL: a replica's running runs carry its lease while it renews
 /// it; once it stops (it died), they are abandoned — and only they.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1495,9 +1584,21 @@ async fn a_batch_postgresql_undid_goes_again_call_by_call() {
                 [run_started(&tasks[0].0, tasks[0].1)],
                 [run_started(&tasks[1].0, tasks[1].1)],
             ];
+            // The high run ends, its last event with its end: the call that
+            // goes again alone is both, in one transaction.
+            let terminal = finished(&tasks[1].0, tasks[1].1);
+            let ending = Ending {
+                status: RunStatus::Succeeded,
+                error: None,
+                usage: None,
+                events: &starts[1],
+                terminal: &terminal,
+                output: &[],
+                ui_schema: None,
+            };
             let (a, b) = tokio::join!(
                 store.append_events(&tasks[0].2, &starts[0]),
-                store.append_events(&tasks[1].2, &starts[1]),
+                store.end_run(&tasks[1].2, &ending, 3),
             );
             (a.unwrap(), b.unwrap())
         }
@@ -1528,9 +1629,9 @@ async fn a_batch_postgresql_undid_goes_again_call_by_call() {
         .await
         .unwrap();
     other.execute("ROLLBACK").await.unwrap();
-    assert_eq!(appends.await.unwrap(), (1, 1));
-    for (_, _, task) in &tasks {
-        assert_eq!(store.events_after(task, 0).await.unwrap().len(), 1);
+    assert_eq!(appends.await.unwrap(), (1, Some(2)));
+    for ((_, _, task), logged) in tasks.iter().zip([1, 2]) {
+        assert_eq!(store.events_after(task, 0).await.unwrap().len(), logged);
     }
     // The statistics reach pg_stat_database when the backend that saw the
     // deadlock reports them (within a second or so): polled, bounded. Each

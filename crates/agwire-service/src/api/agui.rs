@@ -125,6 +125,6 @@ pub(super) async fn post_agui(
             whole_history: true,
         },
     };
-    let accepted = service.engine.accept(request).await?;
+    let accepted = service.engine.accept_following(request).await?;
     accepted_stream(&service, accepted, &headers, format)
 }

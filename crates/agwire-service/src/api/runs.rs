@@ -169,10 +169,11 @@ pub(super) async fn post_run(
             whole_history: false,
         },
     };
-    let accepted = service.engine.accept(request).await?;
     if let Some(format) = asked_stream(&headers) {
+        let accepted = service.engine.accept_following(request).await?;
         return accepted_stream(&service, accepted, &headers, format);
     }
+    let accepted = service.engine.accept(request).await?;
     let location = events_location(&accepted.run_id);
     let mut response = (
         StatusCode::ACCEPTED,

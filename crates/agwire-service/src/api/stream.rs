@@ -17,6 +17,7 @@ use axum::response::Response;
 use futures_core::Stream;
 
 use super::{ApiError, ApiResult};
+use crate::engine::FromStart;
 use crate::metrics::{Metrics, StreamGuard};
 use crate::service::Service;
 use crate::store::Accepted;
@@ -75,16 +76,27 @@ pub(crate) fn resume_after(headers: &HeaderMap, after: Option<&str>) -> ApiResul
 /// as at the `Location`); a new run streams from its start.
 pub(crate) fn accepted_stream(
     service: &Service,
-    accepted: Accepted,
+    (accepted, from_start): (Accepted, Option<FromStart>),
     headers: &HeaderMap,
     format: WireFormat,
 ) -> ApiResult {
-    let after = if accepted.replayed {
-        resume_after(headers, None)?
-    } else {
-        0
+    let mut response = match from_start {
+        Some(from_start) => respond(
+            service,
+            service
+                .engine
+                .follow_from_start(accepted.task_id, from_start),
+            format,
+        ),
+        None => {
+            let after = if accepted.replayed {
+                resume_after(headers, None)?
+            } else {
+                0
+            };
+            stream(service, accepted.task_id, after, format)
+        }
     };
-    let mut response = stream(service, accepted.task_id, after, format);
     if let Ok(value) = HeaderValue::from_str(&events_location(&accepted.run_id)) {
         response.headers_mut().insert(header::LOCATION, value);
     }
@@ -98,8 +110,16 @@ pub(crate) fn stream(
     after: u64,
     format: WireFormat,
 ) -> Response {
+    respond(service, service.engine.follow(task_id, after), format)
+}
+
+fn respond(
+    service: &Service,
+    events: impl Stream<Item = (u64, Arc<Event>)> + Send + 'static,
+    format: WireFormat,
+) -> Response {
     let followed = Followed {
-        events: Box::pin(service.engine.follow(task_id, after)),
+        events: Box::pin(events),
         _open: Metrics::stream_opened(&service.engine.metrics),
     };
     EventStream::new(followed, format).into_response()

@@ -40,6 +40,7 @@ impl Engine {
             status: RunStatus::Failed,
             error: Some(&detail),
             usage: None,
+            events: &[],
             terminal: &error,
             output: &[],
             ui_schema: None,

@@ -47,7 +47,7 @@ impl Engine {
                     usage: None,
                     base: BaseEvent::default(),
                 });
-                Box::pin(self.end(task_id, &failure, &[], live, started)).await;
+                Box::pin(self.end(task_id, Vec::new(), &failure, &[], live, started)).await;
                 return;
             }
         };
@@ -71,14 +71,22 @@ impl Engine {
                 for event in &events {
                     output.apply(event);
                 }
+                // The batch that ends the run is one write with its end.
+                if let Some(end) = rest.into_iter().next() {
+                    return Box::pin(self.end(
+                        task_id,
+                        events,
+                        &end,
+                        &output.messages,
+                        live,
+                        started,
+                    ))
+                    .await;
+                }
                 if !events.is_empty()
                     && !Box::pin(self.append_and_publish(task_id, events, live)).await
                 {
                     return false;
-                }
-                if let Some(end) = rest.into_iter().next() {
-                    return Box::pin(self.end(task_id, &end, &output.messages, live, started))
-                        .await;
                 }
             }
             false
@@ -94,14 +102,24 @@ impl Engine {
                 usage: None,
                 base: BaseEvent::default(),
             });
-            Box::pin(self.end(task_id, &failure, &output.messages, live, started)).await;
+            Box::pin(self.end(
+                task_id,
+                Vec::new(),
+                &failure,
+                &output.messages,
+                live,
+                started,
+            ))
+            .await;
         }
     }
 
-    /// Writes a run's end; true when this call ended it.
+    /// Writes a run's end, its last `events` first; true when this call
+    /// ended it.
     pub(super) async fn end(
         &self,
         task_id: &str,
+        events: Vec<Event>,
         terminal: &Event,
         said: &[agwire_core::Message],
         live: &Producer,
@@ -156,6 +174,7 @@ impl Engine {
             status,
             error: error.as_ref(),
             usage: usage.as_ref(),
+            events: &events,
             terminal,
             output: &output,
             ui_schema: ui_schema.as_ref(),
@@ -163,7 +182,11 @@ impl Engine {
         let started = std::time::Instant::now();
         match self.store.end_run(task_id, &ending, now_ms()).await {
             Ok(Some(seq)) => {
-                self.metrics.appended(1, started.elapsed());
+                self.metrics.appended(events.len() + 1, started.elapsed());
+                let first = seq - events.len() as u64;
+                for (i, event) in events.into_iter().enumerate() {
+                    live.publish(first + i as u64, event);
+                }
                 live.publish(seq, terminal.clone());
                 true
             }

@@ -8,6 +8,7 @@ use agwire_core::Event;
 use tokio::sync::broadcast;
 
 use super::Engine;
+use super::hub::Subscription;
 use crate::store::Store;
 
 /// How long a follower of a run in a shared database waits on live events
@@ -31,14 +32,43 @@ impl Engine {
         task_id: String,
         after: u64,
     ) -> impl futures_core::Stream<Item = (u64, Arc<Event>)> + Send + 'static {
+        self.follow_with(task_id, after, None)
+    }
+
+    /// The events of a run this process started with its accept, from its
+    /// first, for the caller that accepted it: `from_start` was subscribed
+    /// before the execution was spawned, so every event comes live and the
+    /// log is read only after a gap (a lag, an end that wrote `RUN_STARTED`
+    /// itself) — no read of the log or the status to begin with.
+    pub(crate) fn follow_from_start(
+        &self,
+        task_id: String,
+        from_start: FromStart,
+    ) -> impl futures_core::Stream<Item = (u64, Arc<Event>)> + Send + 'static {
+        self.follow_with(task_id, 0, Some(from_start.0))
+    }
+
+    fn follow_with(
+        &self,
+        task_id: String,
+        after: u64,
+        from_start: Option<Subscription>,
+    ) -> impl futures_core::Stream<Item = (u64, Arc<Event>)> + Send + 'static {
         let store = self.store.clone();
         let hub = self.hub.clone();
         let recheck = self.recheck;
         let stop = self.stop.clone();
         async_stream::stream! {
-            let mut live = hub.subscribe(&task_id);
+            // Subscribed before anything of the run was published: the first
+            // read of the log (and of its status) would find nothing.
+            let mut skip_read = from_start.is_some();
+            let mut live = match from_start {
+                Some(subscription) => subscription,
+                None => hub.subscribe(&task_id),
+            };
             let mut last = after;
             loop {
+              if !std::mem::take(&mut skip_read) {
                 let Some(events) = read_log(&*store, &task_id, last).await else {
                     return;
                 };
@@ -85,6 +115,7 @@ impl Engine {
                     }
                     return;
                 }
+              }
                 loop {
                     let received = match recheck {
                         None => live.recv().await,
@@ -122,6 +153,11 @@ impl Engine {
         }
     }
 }
+
+/// A follower's subscription to a run made before the run's execution was
+/// spawned (see [`Engine::follow_from_start`]).
+#[derive(Debug)]
+pub(crate) struct FromStart(pub(super) Subscription);
 
 /// The run's log after `last`; `None` (logged) when it cannot be read.
 async fn read_log(store: &dyn Store, task_id: &str, last: u64) -> Option<Vec<(u64, Event)>> {

@@ -26,6 +26,7 @@ use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::run::{RunRequest, RunStatus};
 use crate::store::{Accepted, NewRun, RunRecord, Store};
+pub(crate) use follow::FromStart;
 use hub::Hub;
 
 pub(crate) fn now_ms() -> i64 {
@@ -207,6 +208,25 @@ impl Engine {
     /// that goes away mid-request cannot leave a committed run behind that
     /// nobody starts (the dispatcher's sweep is the second line of defence).
     pub async fn accept(&self, run: RunRequest) -> Result<Accepted, Error> {
+        Ok(self.admit(run, false).await?.0)
+    }
+
+    /// [`Engine::accept`] for a caller that streams the run from its start
+    /// (a POST answered with the stream): when the accept started the run
+    /// here, the caller's subscription is made before its execution is
+    /// spawned, and [`Engine::follow_from_start`] takes every event live.
+    pub(crate) async fn accept_following(
+        &self,
+        run: RunRequest,
+    ) -> Result<(Accepted, Option<FromStart>), Error> {
+        self.admit(run, true).await
+    }
+
+    async fn admit(
+        &self,
+        run: RunRequest,
+        follow: bool,
+    ) -> Result<(Accepted, Option<FromStart>), Error> {
         if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(Error::ShuttingDown);
         }
@@ -233,13 +253,19 @@ impl Engine {
             if !accepted.replayed {
                 engine.metrics.run_accepted();
             }
+            let mut from_start = None;
             match accepted.started.take() {
-                Some(run) => engine.spawn_execution(run),
+                Some(run) => {
+                    if follow {
+                        from_start = Some(FromStart(engine.hub.subscribe(&run.task_id)));
+                    }
+                    engine.spawn_execution(run);
+                }
                 None if !accepted.replayed => engine.dispatch.notify_one(),
                 None => {}
             }
             drop(place);
-            Ok(accepted)
+            Ok((accepted, from_start))
         })
         .await
         .map_err(|e| Error::Internal(format!("accepting a run failed: {e}")))?

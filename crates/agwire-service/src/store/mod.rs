@@ -190,6 +190,10 @@ pub struct Ending<'a> {
     pub error: Option<&'a serde_json::Value>,
     /// Token usage (AG-UI `TokenUsage`).
     pub usage: Option<&'a serde_json::Value>,
+    /// The run's events not yet in its log (none after its terminal one):
+    /// written before the terminal event, in the same transaction — a run's
+    /// last events and its end are one write, not two.
+    pub events: &'a [Event],
     /// The `RUN_FINISHED` or `RUN_ERROR` event.
     pub terminal: &'a Event,
     /// What the run said (assistant and tool messages), for its thread.
@@ -264,10 +268,13 @@ pub trait RunStore: Send + Sync {
 
     /// Ends an active run in one transaction: its final status, error and
     /// usage; its output appended to its thread (the UI schema on the last
-    /// assistant message); `RUN_STARTED` first if its log is still empty;
-    /// then its terminal event. A crash leaves all of it or none. Returns the
-    /// terminal event's number, or `None` when the run had already ended
-    /// (nothing is written: a final state never changes).
+    /// assistant message); its remaining [`Ending::events`] appended to its
+    /// log (a running run's only, as [`RunStore::append_events`]);
+    /// `RUN_STARTED` first if its log is still empty; then its terminal
+    /// event. A crash leaves all of it or none. Returns the terminal event's
+    /// number (the remaining events are numbered just before it), or `None`
+    /// when the run had already ended (nothing is written: a final state
+    /// never changes).
     async fn end_run(
         &self,
         task_id: &str,

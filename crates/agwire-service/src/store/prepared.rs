@@ -116,6 +116,8 @@ pub(in crate::store) struct End {
     pub(in crate::store) status: RunStatus,
     pub(in crate::store) error: Option<String>,
     pub(in crate::store) usage: Option<String>,
+    /// The events before the terminal one not yet in the log.
+    pub(in crate::store) events: Vec<String>,
     pub(in crate::store) terminal: String,
     pub(in crate::store) output: Vec<MessageRow>,
     /// The last assistant message's id, when the turn's UI goes on it.
@@ -183,6 +185,7 @@ impl End {
             status: ending.status,
             error: ending.error.map(serde_json::Value::to_string),
             usage: ending.usage.map(serde_json::Value::to_string),
+            events: ending.events.iter().map(Event::to_json).collect(),
             terminal: ending.terminal.to_json(),
             output: ending.output.iter().map(row).collect::<Result<_, _>>()?,
             ui_schema: ending

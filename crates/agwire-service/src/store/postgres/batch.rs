@@ -34,6 +34,7 @@ impl EndCall {
             "status": end.status.as_str(),
             "error": end.error,
             "usage": end.usage,
+            "events": end.events,
             "terminal": end.terminal,
             "ids": end.output.iter().map(|m| &m.0).collect::<Vec<_>>(),
             "roles": end.output.iter().map(|m| m.1).collect::<Vec<_>>(),
@@ -47,11 +48,23 @@ impl EndCall {
         })
     }
 
-    /// `agwire_end` on its own.
+    /// `agwire_end` on its own (after `agwire_append` of its last events,
+    /// in one transaction).
     async fn alone(&self, pool: &PgPool) -> Result<Option<i64>, sqlx::Error> {
         let end = &self.end;
         let (answer, schema) = end.ui_schema.as_ref().map(|(a, s)| (a, s)).unzip();
-        sqlx::query_scalar(
+        let mut tx = pool.begin().await?;
+        if !end.events.is_empty() {
+            let first: Option<i64> = sqlx::query_scalar("SELECT agwire_append($1, $2)")
+                .bind(&self.task_id)
+                .bind(&end.events)
+                .fetch_one(&mut *tx)
+                .await?;
+            if first.is_none() {
+                return Ok(None);
+            }
+        }
+        let terminal = sqlx::query_scalar(
             "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(&self.task_id)
@@ -68,8 +81,10 @@ impl EndCall {
         .bind(end.asked.iter().map(|c| c.0.as_str()).collect::<Vec<_>>())
         .bind(end.asked.iter().map(|c| c.1.as_str()).collect::<Vec<_>>())
         .bind(end.asked.iter().map(|c| c.2.as_str()).collect::<Vec<_>>())
-        .fetch_one(pool)
-        .await
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(terminal)
     }
 }
 

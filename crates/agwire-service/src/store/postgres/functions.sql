@@ -235,7 +235,8 @@ END $$;
 --
 -- p_tasks: the appends' runs (no run twice); p_events: a JSON array with,
 -- for each, the JSON array of its event texts; p_ends: a JSON array of
--- agwire_end's arguments as objects. Answers, for each append in order
+-- agwire_end's arguments as objects, each with `events`: the run's last
+-- events, appended (agwire_append) before its end. Answers, for each append in order
 -- (n = 1..), its first event's number (NULL when the run is not running),
 -- then for each end (n continuing) its terminal event's number (NULL when
 -- the run had already ended).
@@ -287,6 +288,14 @@ BEGIN
     FOR i IN 1 .. COALESCE(jsonb_array_length(p_ends), 0) LOOP
         v_end := p_ends -> (i - 1);
         n := v_count + i;
+        -- The run's last events, if any, go with its end (a running run's
+        -- only: one that is not running is not ended here either).
+        IF jsonb_array_length(COALESCE(v_end -> 'events', '[]'::JSONB)) > 0
+           AND agwire_append(v_end ->> 'task', ARRAY(SELECT jsonb_array_elements_text(v_end -> 'events'))) IS NULL THEN
+            first := NULL;
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
         first := agwire_end(
             v_end ->> 'task', v_end ->> 'status', v_end ->> 'error', v_end ->> 'usage',
             v_end ->> 'terminal',

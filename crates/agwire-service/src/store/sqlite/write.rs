@@ -239,11 +239,13 @@ pub(super) fn append(tx: &Transaction<'_>, task_id: &str, events: &[String]) -> 
 
 impl End {
     /// `RunStore::end_run`: all of it, or nothing when the run had ended.
-    pub(super) fn run(self, tx: &Transaction<'_>, task_id: &str) -> Result<Option<u64>, Error> {
+    pub(super) fn run(mut self, tx: &Transaction<'_>, task_id: &str) -> Result<Option<u64>, Error> {
+        // Events are appended to a running run only (as `append_running`).
         let moved = tx
             .prepare_cached(
                 "UPDATE runs SET status = ?1, error = ?2, usage = ?3, finished_at = ?4 \
-                 WHERE task_id = ?5 AND status IN ('queued', 'running') RETURNING thread_id, run_id",
+                 WHERE task_id = ?5 AND status IN ('queued', 'running') \
+                 AND (?6 = 0 OR status = 'running') RETURNING thread_id, run_id",
             )?
             .query_row(
                 params![
@@ -251,7 +253,8 @@ impl End {
                     self.error,
                     self.usage,
                     self.now_ms,
-                    task_id
+                    task_id,
+                    !self.events.is_empty(),
                 ],
                 |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
             )
@@ -262,12 +265,14 @@ impl End {
         // A run that ends before its first event was written (a crash right
         // after the claim, a failed setup) still gets a valid log:
         // `RUN_STARTED` first, then its one terminal event.
-        let logged: Option<i64> = tx
-            .prepare_cached("SELECT seq FROM run_events WHERE task_id = ?1 LIMIT 1")?
-            .query_row([task_id], |r| r.get(0))
-            .optional()?;
-        if logged.is_none() {
-            append(tx, task_id, &[run_started(&thread_id, &run_id).to_json()])?;
+        if self.events.is_empty() {
+            let logged: Option<i64> = tx
+                .prepare_cached("SELECT seq FROM run_events WHERE task_id = ?1 LIMIT 1")?
+                .query_row([task_id], |r| r.get(0))
+                .optional()?;
+            if logged.is_none() {
+                append(tx, task_id, &[run_started(&thread_id, &run_id).to_json()])?;
+            }
         }
         insert_messages(tx, &thread_id, &run_id, &self.output, self.now_ms)?;
         let mut ask = tx.prepare_cached(
@@ -284,7 +289,10 @@ impl End {
             )?
             .execute(params![schema, thread_id, run_id, answer])?;
         }
-        append(tx, task_id, std::slice::from_ref(&self.terminal)).map(Some)
+        // The remaining events and the terminal one, numbered on together.
+        let before = self.events.len() as u64;
+        self.events.push(self.terminal);
+        append(tx, task_id, &self.events).map(|first| Some(first + before))
     }
 }
 
