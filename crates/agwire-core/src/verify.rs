@@ -599,6 +599,12 @@ impl Verifier {
         let group = match self.steps.iter().position(|g| g.owner.as_deref() == owner) {
             Some(i) => &mut self.steps[i],
             None => {
+                // Most runs have one owner of steps, and one step open at
+                // a time: room for what is there, as the verifier lives as
+                // long as its run.
+                if self.steps.capacity() == 0 {
+                    self.steps.reserve_exact(1);
+                }
                 self.steps.push(StepGroup {
                     owner: owner.map(str::to_owned),
                     open: Vec::new(),
@@ -613,6 +619,9 @@ impl Verifier {
                 let _ = write!(message, " in subagent '{owner}'");
             }
             return fail(message);
+        }
+        if group.open.capacity() == 0 {
+            group.open.reserve_exact(1);
         }
         group.open.push(name.to_owned());
         Ok(())

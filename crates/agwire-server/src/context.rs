@@ -264,6 +264,12 @@ impl RunContext {
     }
 
     fn track(&mut self, event: &Event) {
+        // A run rarely has more than two things open at once (a step and a
+        // message in it): room for two, not the four a first push makes,
+        // since this lives as long as the run.
+        if self.open.capacity() == 0 {
+            self.open.reserve_exact(2);
+        }
         let sub = || event.subagent_run_id().map(str::to_owned);
         let close = |open: &mut Vec<Open>, item: Open| {
             if let Some(i) = open.iter().rposition(|o| *o == item) {

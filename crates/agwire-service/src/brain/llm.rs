@@ -55,9 +55,10 @@ impl LlmBrain {
 }
 
 impl Brain for LlmBrain {
-    fn agent(&self, setup: RunSetup) -> Arc<dyn DynAgent> {
+    fn agent(&self, mut setup: RunSetup) -> Arc<dyn DynAgent> {
         Arc::new(LlmRun {
             brain: self.clone(),
+            history: std::sync::Mutex::new(std::mem::take(&mut setup.history)),
             setup,
         })
     }
@@ -83,7 +84,18 @@ impl Brain for LlmBrain {
 #[derive(Debug)]
 struct LlmRun {
     brain: LlmBrain,
+    /// The setup's history, taken by the run when it starts: it becomes the
+    /// model's conversation, and is not held twice while the run streams.
+    history: std::sync::Mutex<Vec<Message>>,
     setup: RunSetup,
+}
+
+/// What the worker uses of the run's input (its messages are in the
+/// history already): the rest of the input is not held while the run
+/// streams.
+struct Turn {
+    context: Vec<agwire_core::Context>,
+    tools: Vec<agwire_core::Tool>,
 }
 
 fn failed(error: &agwire_llm::Error) -> AgentError {
@@ -97,17 +109,35 @@ fn failed(error: &agwire_llm::Error) -> AgentError {
 }
 
 impl Agent for LlmRun {
-    async fn run(&self, input: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
-        ctx.start_step("router").await?;
-        let (agent, usage) = self.route().await;
-        if let Some(usage) = usage {
-            ctx.add_usage(token_usage(usage));
+    // Not an `async fn`: its input would be held in the future for the
+    // whole run; only the turn's context and tools are.
+    fn run(
+        &self,
+        input: RunAgentInput,
+        ctx: &mut RunContext,
+    ) -> impl Future<Output = Result<(), AgentError>> + Send {
+        let turn = Turn {
+            context: input.context,
+            tools: input.tools,
+        };
+        let history = std::mem::take(
+            &mut *self
+                .history
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        async move {
+            ctx.start_step("router").await?;
+            let (agent, usage) = Box::pin(self.route(&history)).await;
+            if let Some(usage) = usage {
+                ctx.add_usage(token_usage(usage));
+            }
+            ctx.finish_step("router").await?;
+            ctx.start_step("worker").await?;
+            self.work(agent, &turn, history, ctx).await?;
+            ctx.finish_step("worker").await?;
+            Ok(())
         }
-        ctx.finish_step("router").await?;
-        ctx.start_step("worker").await?;
-        self.work(agent, &input, ctx).await?;
-        ctx.finish_step("worker").await?;
-        Ok(())
     }
 }
 
@@ -183,12 +213,12 @@ fn last_user_text(history: &[Message]) -> String {
 impl LlmRun {
     /// Picks the agent. One agent: no call. An unusable answer (or a failed
     /// call): the default agent, with a warning — never a failed run.
-    async fn route(&self) -> (&AgentSpec, Option<agwire_llm::Usage>) {
+    async fn route(&self, history: &[Message]) -> (&AgentSpec, Option<agwire_llm::Usage>) {
         let catalogue = &self.setup.runtime;
         if catalogue.agents.len() == 1 {
             return (catalogue.default(), None);
         }
-        let request = route_request(catalogue, &last_user_text(&self.setup.history));
+        let request = route_request(catalogue, &last_user_text(history));
         let answer = match self.brain.router.stream(request).await {
             Ok(stream) => agwire_llm::collect(stream).await,
             Err(error) => Err(error),
@@ -210,7 +240,7 @@ impl LlmRun {
 
     /// The system prompt: the agent's instructions, the user's time, the
     /// context.
-    fn system_prompt(&self, agent: &AgentSpec, input: &RunAgentInput) -> String {
+    fn system_prompt(&self, agent: &AgentSpec, turn: &Turn) -> String {
         let mut prompt = agent.instructions.trim().to_owned();
         prompt.push_str("\n\n");
         prompt.push_str(&self.setup.clock.describe());
@@ -229,8 +259,7 @@ impl LlmRun {
             .iter()
             .map(|c| (c.description.as_str(), c.value.as_str()))
             .chain(
-                input
-                    .context
+                turn.context
                     .iter()
                     .map(|c| (c.description.as_str(), c.value.as_str())),
             );
@@ -243,17 +272,20 @@ impl LlmRun {
     async fn work(
         &self,
         agent: &AgentSpec,
-        input: &RunAgentInput,
+        turn: &Turn,
+        history: Vec<Message>,
         ctx: &mut RunContext,
     ) -> Result<(), AgentError> {
-        let mut conversation = vec![ChatMessage::system(self.system_prompt(agent, input))];
+        let mut conversation = Vec::with_capacity(history.len() + 2);
+        conversation.push(ChatMessage::system(self.system_prompt(agent, turn)));
         // The run is given the thread's latest `HISTORY_WINDOW` messages:
-        // all of them go to the model.
-        conversation.extend(self.setup.history.iter().filter_map(to_chat));
+        // all of them go to the model (moved: the history is the
+        // conversation now).
+        conversation.extend(history.into_iter().filter_map(into_chat));
         let mut tools = offered(self.brain.tools.specs(&agent.enabled_tools));
         // Frontend tools (the request's) after ours; the validator already
         // refused names that collide.
-        tools.extend(input.tools.iter().map(|t| {
+        tools.extend(turn.tools.iter().map(|t| {
             ToolSpec {
                 name: t.name.clone(),
                 description: t.description.clone(),
@@ -454,23 +486,23 @@ fn parse_route(text: &str) -> Option<String> {
     .then(|| bare.to_owned())
 }
 
-/// A stored AG-UI message as the model sees it.
-fn to_chat(message: &Message) -> Option<ChatMessage> {
+/// A stored AG-UI message as the model sees it (its text moved, not copied).
+fn into_chat(message: Message) -> Option<ChatMessage> {
     match message {
         Message::User(user) => {
-            let parts = match &user.content {
-                Content::Text(text) => vec![UserPart::Text(text.clone())],
+            let parts = match user.content {
+                Content::Text(text) => vec![UserPart::Text(text)],
                 Content::Parts(parts) => parts
-                    .iter()
+                    .into_iter()
                     .filter_map(|part| match part {
-                        ContentPart::Text(t) => Some(UserPart::Text(t.text.clone())),
-                        ContentPart::Image(media) => match &media.source {
+                        ContentPart::Text(t) => Some(UserPart::Text(t.text)),
+                        ContentPart::Image(media) => match media.source {
                             // Stored attachments are references; the model
                             // gets a note, not our internal id.
                             PartSource::Url { value, .. }
                                 if value.starts_with("http") || value.starts_with("data:") =>
                             {
-                                Some(UserPart::ImageUrl(value.clone()))
+                                Some(UserPart::ImageUrl(value))
                             }
                             _ => Some(UserPart::Text("[image attached]".into())),
                         },
@@ -481,25 +513,25 @@ fn to_chat(message: &Message) -> Option<ChatMessage> {
             Some(ChatMessage::User { content: parts })
         }
         Message::Assistant(assistant) => Some(ChatMessage::Assistant {
-            content: assistant.content.clone(),
+            content: assistant.content,
             reasoning: None,
             tool_calls: assistant
                 .tool_calls
-                .iter()
+                .into_iter()
                 .flatten()
                 .map(|call| ToolCall {
-                    id: call.id.clone(),
-                    name: call.function.name.clone(),
-                    arguments: call.function.arguments.clone(),
+                    id: call.id,
+                    name: call.function.name,
+                    arguments: call.function.arguments,
                 })
                 .collect(),
         }),
         Message::Tool(tool) => Some(ChatMessage::Tool {
-            tool_call_id: tool.tool_call_id.clone(),
             content: tool.content.text(),
+            tool_call_id: tool.tool_call_id,
         }),
-        Message::System(system) => Some(ChatMessage::system(system.content.clone())),
-        Message::Developer(developer) => Some(ChatMessage::system(developer.content.clone())),
+        Message::System(system) => Some(ChatMessage::system(system.content)),
+        Message::Developer(developer) => Some(ChatMessage::system(developer.content)),
         _ => None,
     }
 }

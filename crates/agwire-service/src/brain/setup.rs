@@ -49,11 +49,11 @@ impl RunSetup {
             .and_then(Value::as_str)
             .unwrap_or("en")
             .to_owned();
-        let history = context
-            .history
-            .iter()
-            .map(|body| serde_json::from_str(body))
-            .collect::<Result<Vec<_>, _>>()?;
+        // Sized to the history exactly: it is held while the run starts.
+        let mut history = Vec::with_capacity(context.history.len());
+        for body in &context.history {
+            history.push(serde_json::from_str(body)?);
+        }
         let history = crate::attachments::inline_images(&**store, user, history).await;
         let runtime = match mode {
             Some(RuntimeMode::Automation) => {

@@ -34,8 +34,9 @@ impl Engine {
         // future is as large as its largest state, and this one is held for
         // the whole run.)
         let setup = Box::pin(RunSetup::prepare(&self.store, &self.runtime, &run)).await;
-        // What it read from the store is the setup's now.
-        let crate::store::Claimed { task_id, input, .. } = *run;
+        // What it read from the store is the setup's now: the claim's box
+        // and the rest of it are freed here, not held while the run streams.
+        let (task_id, input) = run.into_task();
         let task_id = task_id.as_str();
         let agent = match setup {
             Ok(setup) => self.brain.agent(setup),

@@ -108,6 +108,14 @@ pub struct Claimed {
     pub context: Option<RunContext>,
 }
 
+impl Claimed {
+    /// Its task id and input, the rest dropped (with the box it came in).
+    pub fn into_task(self: Box<Self>) -> (String, agwire_core::RunAgentInput) {
+        let Self { task_id, input, .. } = *self;
+        (task_id, input)
+    }
+}
+
 /// Which messages of a thread a run's agent is given: the latest this many
 /// of the roles in [`HISTORY_ROLES`] (what the model is sent; older turns
 /// would cost every executing run memory — images inline — for nothing).
