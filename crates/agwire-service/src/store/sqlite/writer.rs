@@ -14,6 +14,8 @@
 //! level).
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 
 use rusqlite::{Connection, Transaction};
@@ -80,15 +82,49 @@ struct Stop {
     _sender: std_mpsc::Sender<()>,
 }
 
-/// How often the WAL is checkpointed.
+/// How often the WAL is checkpointed when it is small.
 const CHECKPOINT_PERIOD: std::time::Duration = std::time::Duration::from_millis(500);
+/// How soon the next checkpoint follows one that found the WAL larger than
+/// [`WAL_RESTART_FRAMES`].
+const CHECKPOINT_CATCH_UP: std::time::Duration = std::time::Duration::from_millis(20);
+/// A WAL of more frames than this (4 KiB each: 64 MiB, the
+/// `journal_size_limit`) is to be started over.
+const WAL_RESTART_FRAMES: i64 = 16384;
 
 /// Copies the WAL into the database beside the writer (`PASSIVE`: never
 /// waits for, nor blocks, the writer or readers), until stopped.
-fn checkpoint(connection: &Connection, stopped: &std_mpsc::Receiver<()>) {
-    while let Err(std_mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_PERIOD) {
-        if let Err(error) = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
-            tracing::warn!(%error, "WAL checkpoint failed");
+///
+/// SQLite writes the WAL from its start again only when a write begins
+/// after a checkpoint copied all of it. Under a steady load the writer
+/// appends during every checkpoint here, so these never copy all of it,
+/// and the WAL would grow without end (2 GB in 10 s of runs were seen).
+/// So once the WAL is larger than [`WAL_RESTART_FRAMES`], this keeps
+/// copying (every 20 ms: little is left for the writer) and asks the writer
+/// for the last one: between two of its transactions, it copies what came
+/// since (a few milliseconds, with the database's `fsync`), and its next
+/// transaction starts the WAL over (`journal_size_limit` trims the file).
+fn checkpoint(
+    connection: &Connection,
+    stopped: &std_mpsc::Receiver<()>,
+    restart: &AtomicBool,
+    period: std::time::Duration,
+    restart_frames: i64,
+) {
+    let mut wait = period;
+    while let Err(std_mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
+        // (busy, frames in the WAL, frames copied)
+        match connection.query_row("PRAGMA wal_checkpoint(PASSIVE);", [], |row| {
+            row.get::<_, i64>(1)
+        }) {
+            Ok(frames) if frames > restart_frames => {
+                restart.store(true, Ordering::Relaxed);
+                wait = CHECKPOINT_CATCH_UP.min(period);
+            }
+            Ok(_) => wait = period,
+            Err(error) => {
+                tracing::warn!(%error, "WAL checkpoint failed");
+                wait = period;
+            }
         }
     }
 }
@@ -97,6 +133,16 @@ impl Writer {
     /// Opens the connection (the database exists and is migrated) and starts
     /// the thread.
     pub(super) fn open(path: &Path) -> Result<Self, Error> {
+        Self::open_with(path, CHECKPOINT_PERIOD, WAL_RESTART_FRAMES)
+    }
+
+    /// [`Writer::open`], checkpointing every `period` and starting the WAL
+    /// over past `restart_frames` frames.
+    fn open_with(
+        path: &Path,
+        period: std::time::Duration,
+        restart_frames: i64,
+    ) -> Result<Self, Error> {
         let connection = Connection::open(path)?;
         // The writer never checkpoints: a checkpoint (and its fsync) inside
         // a commit would hold up every run waiting on that commit — the
@@ -109,14 +155,18 @@ impl Writer {
         let checkpoints = Connection::open(path)?;
         checkpoints.execute_batch("PRAGMA busy_timeout = 10000;")?;
         let (work, queue) = std_mpsc::channel::<Work>();
+        let restart = Arc::new(AtomicBool::new(false));
         std::thread::Builder::new()
             .name("agwire-sqlite-writer".into())
-            .spawn(move || run(connection, &queue))
+            .spawn({
+                let restart = restart.clone();
+                move || run(connection, &queue, &restart)
+            })
             .map_err(|e| Error::Internal(format!("could not start the SQLite writer: {e}")))?;
         let (stop, stopped) = std_mpsc::channel::<()>();
         std::thread::Builder::new()
             .name("agwire-sqlite-checkpoint".into())
-            .spawn(move || checkpoint(&checkpoints, &stopped))
+            .spawn(move || checkpoint(&checkpoints, &stopped, &restart, period, restart_frames))
             .map_err(|e| {
                 Error::Internal(format!("could not start the SQLite checkpointer: {e}"))
             })?;
@@ -166,9 +216,16 @@ impl Writer {
 
 /// The thread: take what is queued, run it in one transaction, commit,
 /// answer; until every handle is dropped.
-fn run(mut connection: Connection, queue: &std_mpsc::Receiver<Work>) {
+fn run(mut connection: Connection, queue: &std_mpsc::Receiver<Work>, restart: &AtomicBool) {
     let mut batch: Vec<Work> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = queue.recv() {
+        // The WAL's last frames copied with no write in between: the batch
+        // below starts the WAL over (see `checkpoint`).
+        if restart.swap(false, Ordering::Relaxed)
+            && let Err(error) = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE);")
+        {
+            tracing::warn!(%error, "WAL checkpoint failed");
+        }
         batch.push(first);
         while batch.len() < MAX_BATCH {
             match queue.try_recv() {
@@ -246,6 +303,68 @@ fn commit_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under writes that never pause, the WAL is still started over: it
+    /// stays near its restart size instead of growing with what was written.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_stays_bounded_under_writes_that_never_pause() {
+        let dir = std::env::temp_dir().join(format!("agwire-wal-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("wal.db");
+        {
+            let setup = Connection::open(&path).unwrap();
+            setup
+                .execute_batch(
+                    "PRAGMA journal_mode = WAL; CREATE TABLE b (id INTEGER PRIMARY KEY, v BLOB NOT NULL);",
+                )
+                .unwrap();
+        }
+        // Checkpoints every 10 ms, 64 frames (256 KiB) before a restart;
+        // 96 MiB written in all, by eight writers that each send their next
+        // write as soon as the last one is answered: the writer's queue is
+        // never empty.
+        let writer = Writer::open_with(&path, std::time::Duration::from_millis(10), 64).unwrap();
+        let wal = path.with_extension("db-wal");
+        let mut largest = 0;
+        let writers: Vec<_> = (0..8)
+            .map(|_| {
+                let writer = writer.clone();
+                tokio::spawn(async move {
+                    for _ in 0..768 {
+                        writer
+                            .call(|tx| {
+                                let mut insert =
+                                    tx.prepare_cached("INSERT INTO b (v) VALUES (zeroblob(4000))")?;
+                                for _ in 0..4 {
+                                    insert.execute([])?;
+                                }
+                                Ok(())
+                            })
+                            .await
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        while writers.iter().any(|w| !w.is_finished()) {
+            largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        for w in writers {
+            w.await.unwrap();
+        }
+        let written = std::fs::metadata(&path).unwrap().len();
+        println!("database {written} bytes; the WAL at most {largest} bytes");
+        // Never started over, the WAL holds about all of it (~100 MB seen);
+        // started over, what is written between two checks (~20 MB seen).
+        assert!(written > 80 << 20, "the test wrote {written} bytes only");
+        assert!(
+            largest < written / 2,
+            "the WAL grew to {largest} bytes: it was never started over"
+        );
+        drop(writer);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn database() -> Connection {
         let connection = Connection::open_in_memory().unwrap();
