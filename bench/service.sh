@@ -9,7 +9,10 @@
 #   Every request's thread and run are new (ids seeded from /dev/urandom);
 #   the bench fails if wrk saw any answer but a 2xx.
 #   3. events appended/s during (2), from /metrics;
-#   4. reconnect → first replayed event, p50/p99 (bench bin service_reconnect).
+#   4. reconnect → first replayed event, p50/p99 (bench bin service_reconnect);
+#   5. the server's CPU time per run (user + system, from /proc) in (1) and
+#      in (2), each run's execution included (the figure that moves least
+#      from one machine or one run to the next).
 # Usage: bench/service.sh [seconds per wrk run (default 10)] [connections (default 16)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,13 +49,20 @@ load() {
   echo "$out"
 }
 
+# The server's CPU time so far, in clock ticks.
+cpu() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
+HZ=$(getconf CLK_TCK)
+per_run() { awk -v c="$1" -v n="$2" -v hz="$HZ" 'BEGIN {printf "%.0f", c / hz / n * 1e6}'; }
+cpu0=$(cpu); runs0=$(metric agwire_runs_accepted_total)
 accepted=$(load -t1 -c"$CONNS" -d"${SECS}s" -s bench/http/service.lua "$BASE" | awk '/Requests\/sec/ {print $2}')
 settle
+cpu1=$(cpu); runs1=$(metric agwire_runs_accepted_total)
 before=$(metric agwire_events_appended_total)
 start=$(date +%s.%N)
 e2e=$(AGWIRE_BENCH_STREAM=1 load -t1 -c"$CONNS" -d"${SECS}s" --latency -s bench/http/service.lua "$BASE")
 settle
 end=$(date +%s.%N)
+cpu2=$(cpu); runs2=$(metric agwire_runs_accepted_total)
 after=$(metric agwire_events_appended_total)
 e2e_rps=$(echo "$e2e" | awk '/Requests\/sec/ {print $2}')
 e2e_p50=$(echo "$e2e" | awk '$1 == "50%" {print $2}')
@@ -64,3 +74,5 @@ printf '  accepted runs/s (POST -> 202, runs executing):  %s\n' "$accepted"
 printf '  end-to-end runs/s (POST -> whole SSE stream):   %s  (latency p50 %s, p99 %s)\n' "$e2e_rps" "$e2e_p50" "$e2e_p99"
 printf '  events appended/s during end-to-end:            %s\n' "$appended"
 printf '  %s\n' "$reconnect"
+printf '  server CPU per run (accept and execution):     %s us in accepted, %s us in end-to-end\n' \
+  "$(per_run $((cpu1 - cpu0)) $((runs1 - runs0)))" "$(per_run $((cpu2 - cpu1)) $((runs2 - runs1)))"
