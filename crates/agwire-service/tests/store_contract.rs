@@ -124,6 +124,17 @@ async fn end(
     store.end_run(task_id, &ending, 3).await.unwrap()
 }
 
+/// A run's whole log, its events without their numbers.
+async fn whole_log(store: &dyn Store, task_id: &str) -> Vec<Event> {
+    store
+        .events_after(task_id, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect()
+}
+
 async fn texts(store: &dyn Store, thread: &str) -> Vec<String> {
     store
         .thread_messages(thread, &["user", "assistant"])
@@ -557,13 +568,7 @@ async fn an_ended_run_has_a_valid_log_and_its_final_state_never_changes() {
             Some(2),
             "{backend}"
         );
-        let log: Vec<Event> = store
-            .events_after(&accepted.task_id, 0)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(_, e)| e)
-            .collect();
+        let log = whole_log(&*store, &accepted.task_id).await;
         assert_eq!(log, [run_started(&t, "r1"), error.clone()], "{backend}");
         let record = store.run("alice", "r1").await.unwrap().unwrap();
         assert_eq!(record.status, RunStatus::Failed, "{backend}");
@@ -584,11 +589,7 @@ async fn an_ended_run_has_a_valid_log_and_its_final_state_never_changes() {
             "{backend}"
         );
         assert_eq!(
-            store
-                .events_after(&accepted.task_id, 0)
-                .await
-                .unwrap()
-                .len(),
+            whole_log(&*store, &accepted.task_id).await.len(),
             2,
             "{backend}"
         );
@@ -1337,11 +1338,7 @@ async fn only_a_running_run_takes_events() {
             "{backend}"
         );
         assert_eq!(
-            store
-                .events_after(&accepted.task_id, 0)
-                .await
-                .unwrap()
-                .len(),
+            whole_log(&*store, &accepted.task_id).await.len(),
             2,
             "{backend}"
         );
@@ -1375,13 +1372,7 @@ async fn a_runs_last_events_are_written_with_its_end_and_only_a_running_runs() {
             Some(4),
             "{backend}: numbered after the log, the terminal event last"
         );
-        let log: Vec<Event> = store
-            .events_after(&accepted.task_id, 0)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(_, e)| e)
-            .collect();
+        let log = whole_log(&*store, &accepted.task_id).await;
         assert_eq!(
             log,
             [run_started(&t, "r1"), text(1), text(2), terminal.clone()],
@@ -1416,19 +1407,11 @@ async fn a_runs_last_events_are_written_with_its_end_and_only_a_running_runs() {
             "{backend}"
         );
         assert!(
-            store
-                .events_after(&queued.task_id, 0)
-                .await
-                .unwrap()
-                .is_empty(),
+            whole_log(&*store, &queued.task_id).await.is_empty(),
             "{backend}"
         );
         assert_eq!(
-            store
-                .events_after(&accepted.task_id, 0)
-                .await
-                .unwrap()
-                .len(),
+            whole_log(&*store, &accepted.task_id).await.len(),
             4,
             "{backend}"
         );

@@ -68,54 +68,54 @@ impl Engine {
             };
             let mut last = after;
             loop {
-              if !std::mem::take(&mut skip_read) {
-                let Some(events) = read_log(&*store, &task_id, last).await else {
-                    return;
-                };
-                for (seq, event) in events {
-                    last = seq;
-                    let terminal = is_terminal(&event);
-                    yield (seq, Arc::new(event));
-                    if terminal {
+                if !std::mem::take(&mut skip_read) {
+                    let Some(events) = read_log(&*store, &task_id, last).await else {
                         return;
-                    }
-                }
-                // The log does not end the run (yet): is it still to come?
-                let active = match store.run_status(&task_id).await {
-                    Ok(Some(status)) => status.is_active(),
-                    Ok(None) => false,
-                    Err(error) => {
-                        tracing::error!(%error, "could not read a run's status");
-                        return;
-                    }
-                };
-                if !active || stop.is_cancelled() {
-                    // What was published since this follower subscribed
-                    // is here even when the log is gone by now (its thread
-                    // deleted right after the end).
-                    while let Some((seq, event)) = live.try_recv() {
-                        if seq != last + 1 {
-                            continue;
-                        }
+                    };
+                    for (seq, event) in events {
                         last = seq;
-                        let terminal = is_terminal(&event);
-                        yield (seq, event);
-                        if terminal {
-                            return;
-                        }
-                    }
-                    // Its end was written with its status: one last read
-                    // has it.
-                    for (seq, event) in read_log(&*store, &task_id, last).await.unwrap_or_default() {
                         let terminal = is_terminal(&event);
                         yield (seq, Arc::new(event));
                         if terminal {
                             return;
                         }
                     }
-                    return;
+                    // The log does not end the run (yet): is it still to come?
+                    let active = match store.run_status(&task_id).await {
+                        Ok(Some(status)) => status.is_active(),
+                        Ok(None) => false,
+                        Err(error) => {
+                            tracing::error!(%error, "could not read a run's status");
+                            return;
+                        }
+                    };
+                    if !active || stop.is_cancelled() {
+                        // What was published since this follower subscribed
+                        // is here even when the log is gone by now (its thread
+                        // deleted right after the end).
+                        while let Some((seq, event)) = live.try_recv() {
+                            if seq != last + 1 {
+                                continue;
+                            }
+                            last = seq;
+                            let terminal = is_terminal(&event);
+                            yield (seq, event);
+                            if terminal {
+                                return;
+                            }
+                        }
+                        // Its end was written with its status: one last read
+                        // has it.
+                        for (seq, event) in read_log(&*store, &task_id, last).await.unwrap_or_default() {
+                            let terminal = is_terminal(&event);
+                            yield (seq, Arc::new(event));
+                            if terminal {
+                                return;
+                            }
+                        }
+                        return;
+                    }
                 }
-              }
                 loop {
                     let received = match recheck {
                         None => live.recv().await,
