@@ -285,21 +285,38 @@ async fn deleting_a_thread_cancels_its_running_run_then_removes_it() {
     let listed = common::get_json(addr, "/api/v1/agent/threads").await;
     assert_eq!(listed["threads"][0]["activeRunId"], "doomed", "{listed}");
 
-    // Someone follows the run while the thread is deleted.
+    // Someone follows the run while the thread is deleted. The delete waits
+    // until the follower has its stream and the run's first events: a delete
+    // before that would be answered 404, which is not what this test is about.
+    let (following, followed) = tokio::sync::oneshot::channel();
     let follower = tokio::spawn(async move {
-        let response = reqwest::Client::new()
+        let mut response = reqwest::Client::new()
             .get(format!("http://{addr}/api/v1/agent/runs/doomed/events"))
             .header("accept", "text/event-stream")
             .send()
             .await
             .unwrap();
-        sse_with_ids(
-            &tokio::time::timeout(Duration::from_secs(60), response.bytes())
-                .await
-                .unwrap()
-                .unwrap(),
-        )
+        assert_eq!(response.status().as_u16(), 200, "{response:?}");
+        let mut bytes = tokio::time::timeout(Duration::from_secs(60), response.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the run's first events")
+            .to_vec();
+        following.send(()).unwrap();
+        while let Some(chunk) = tokio::time::timeout(Duration::from_secs(60), response.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            bytes.extend_from_slice(&chunk);
+        }
+        sse_with_ids(&bytes)
     });
+    tokio::time::timeout(Duration::from_secs(60), followed)
+        .await
+        .unwrap()
+        .unwrap();
     let deleted = reqwest::Client::new()
         .delete(format!("http://{addr}/api/v1/agent/threads/{thread}"))
         .send()
