@@ -4,8 +4,9 @@
 #   accepted runs/s (POST -> 202, runs executing), end-to-end runs/s (POST
 #   -> the run's whole SSE stream), and the latency a token gains from the
 #   provider to the SSE frame (token_latency) on each store;
-# then PostgreSQL's own floor on the same server: pgbench's simple-update
-# TPS (-N) at the same concurrency.
+# then PostgreSQL's own floors on the same server at the same concurrency:
+# pgbench's simple-update TPS (-N), and pgbench writing a run's own rows in
+# the service's schema (bench/pg_floor: accepts, whole runs).
 #
 # With two replicas, one wrk per replica takes half the connections (a
 # load balancer's round-robin) and their rates are summed. Scaling on this
@@ -172,3 +173,13 @@ url=$(database)
 pgbench -q -i -s 10 "$url" >/dev/null 2>&1
 tps=$(pgbench -N -c "$CONNS" -j 2 -T "$SECS" "$url" 2>/dev/null | awk '/^tps/ {printf "%.0f", $3}')
 printf 'pgbench simple-update (-N, -c%s -j2, scale 10) on the same server: %s TPS\n' "$CONNS" "$tps"
+
+# PostgreSQL's floor for a run's own rows (bench/pg_floor/*.sql): the
+# service's schema (migrated by a replica started on it, then stopped), one
+# transaction per accept or per whole run, at the same concurrency.
+floor_sql() {
+  pgbench -n -c "$CONNS" -j 2 -T "$SECS" -f "bench/pg_floor/$1.sql" "$2" 2>/dev/null | awk '/^tps/ {printf "%.0f", $3}'
+}
+url=$(database); replica --database-url "$url" >/dev/null; stop_all
+printf 'pgbench with a run'"'"'s rows (bench/pg_floor, -c%s -j2) on the same server: accepts %s TPS, whole runs %s TPS\n' \
+  "$CONNS" "$(floor_sql accept "$url")" "$(floor_sql run "$url")"

@@ -15,9 +15,15 @@ use crate::error::Error;
 use crate::store::Store;
 
 /// The service: the run engine behind the HTTP API, with the API's own
-/// settings (auth, limits, uploads).
+/// settings (auth, limits, uploads). A handle: every request's handler gets
+/// a clone, which is one reference count, not a copy of the engine's
+/// handles and the settings.
 #[derive(Clone)]
-pub struct Service {
+pub struct Service(Arc<Shared>);
+
+/// What every clone of a [`Service`] shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
     pub(crate) engine: Engine,
     pub(crate) attachments: Option<Attachments>,
     pub(crate) auth: Auth,
@@ -55,6 +61,22 @@ impl Default for Options {
     }
 }
 
+impl std::ops::Deref for Service {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl Service {
+    /// The settings, to change while the service is built (copied only if
+    /// a clone of it is already out).
+    fn shared(&mut self) -> &mut Shared {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
 impl std::fmt::Debug for Service {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Service")
@@ -66,24 +88,24 @@ impl std::fmt::Debug for Service {
 impl Service {
     /// A service over `store` running `agent`.
     pub fn new(store: Arc<dyn Store>, agent: Arc<dyn DynAgent>) -> Self {
-        Self {
+        Self(Arc::new(Shared {
             engine: Engine::new(store, agent),
             attachments: None,
             auth: Auth::none(),
             options: Options::default(),
-        }
+        }))
     }
 
     /// What builds each run's agent (default: the agent given to
     /// [`Service::new`], for every run).
     pub fn with_brain(mut self, brain: Arc<dyn crate::brain::Brain>) -> Self {
-        self.engine.brain = brain;
+        self.shared().engine.brain = brain;
         self
     }
 
     /// The agent catalogue runs choose from (default: the shipped one).
     pub fn with_runtime(mut self, runtime: crate::brain::agents::RuntimeConfig) -> Self {
-        self.engine.runtime = Arc::new(runtime);
+        self.shared().engine.runtime = Arc::new(runtime);
         self
     }
 
@@ -91,21 +113,22 @@ impl Service {
     /// `/api/v1/agui` body limit, public URL, `/metrics` access) and the
     /// engine's concurrency limit.
     pub fn with_config(mut self, config: &Config) -> Self {
-        self.options = Options::of(config);
-        self.engine.max_concurrent = config.runs.max_concurrent;
+        let shared = self.shared();
+        shared.options = Options::of(config);
+        shared.engine.max_concurrent = config.runs.max_concurrent;
         self
     }
 
     /// How requests are authenticated (default: none, one local user).
     pub fn with_auth(mut self, auth: Auth) -> Self {
-        self.auth = auth;
+        self.shared().auth = auth;
         self
     }
 
     /// Accepts uploads and signs their URLs (without it, no URL passes the
     /// signed-URL rule).
     pub fn with_attachments(mut self, attachments: Attachments) -> Self {
-        self.attachments = Some(attachments);
+        self.shared().attachments = Some(attachments);
         self
     }
 

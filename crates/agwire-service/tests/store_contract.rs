@@ -450,6 +450,85 @@ async fn an_accept_that_may_start_its_run_starts_it_only_on_an_idle_thread() {
     }
 }
 
+/// A run that creates its thread starts with the history a claim would
+/// read back (the latest `HISTORY_WINDOW` of the history roles, oldest
+/// first), and an answer to a call a new thread never asked is refused with
+/// nothing kept: the accept of a new thread takes no read of it (SQLite).
+#[tokio::test]
+async fn a_run_that_creates_its_thread_starts_with_the_history_read_back() {
+    use agwire_service::store::{HISTORY_WINDOW, RunContext, StartHere};
+    for (backend, store, _database) in backends().await {
+        let start = StartHere {
+            register: Arc::new(|_: &str| {}),
+            forget: Arc::new(|_: &str| {}),
+        };
+        let t = thread();
+        // A whole history longer than the window, of every role a client
+        // sends; the last a user's.
+        let mut messages = Vec::new();
+        for i in 0..HISTORY_WINDOW + 6 {
+            messages.push(match i % 4 {
+                0 => json!({"id": format!("m{i}"), "role": "user", "content": format!("ask {i}")}),
+                1 => json!({"id": format!("m{i}"), "role": "assistant", "content": format!("answer {i}")}),
+                2 => json!({"id": format!("m{i}"), "role": "system", "content": format!("rule {i}")}),
+                _ => json!({"id": format!("m{i}"), "role": "developer", "content": format!("note {i}")}),
+            });
+        }
+        messages.push(json!({"id": "last", "role": "user", "content": "now"}));
+        let body = json!({
+            "threadId": t, "runId": "whole", "messages": messages,
+            "forwardedProps": {"runtime_mode": "chat"}
+        });
+        let whole = validate_run(body.to_string().as_bytes(), &Rules::default())
+            .unwrap()
+            .input;
+        let accepted = store
+            .accept_run(NewRun {
+                start: Some(&start),
+                admission: Admission {
+                    enqueue: false,
+                    whole_history: true,
+                },
+                ..new_run("alice", &whole, "w")
+            })
+            .await
+            .unwrap();
+        assert!(accepted.created, "{backend}");
+        let started = accepted.started.expect("a new thread's run starts");
+        let context = match started.context {
+            Some(context) => context,
+            None => RunContext::read(&*store, "alice", &t, false).await.unwrap(),
+        };
+        let read_back = store.recent_messages(&t, HISTORY_WINDOW).await.unwrap();
+        assert_eq!(read_back.len(), HISTORY_WINDOW as usize, "{backend}");
+        assert_eq!(context.history, read_back, "{backend}");
+
+        // A new thread's turn answering a call nobody asked.
+        let fresh = thread();
+        let refused = store
+            .accept_run(NewRun {
+                start: Some(&start),
+                ..new_run("alice", &answering(&fresh, "q1", &["c1"]), "q")
+            })
+            .await;
+        assert!(
+            matches!(refused, Err(Error::ToolCallNotPending { ref tool_call_id }) if tool_call_id == "c1"),
+            "{backend}: {refused:?}"
+        );
+        assert!(texts(&*store, &fresh).await.is_empty(), "{backend}");
+        assert!(
+            store.run("alice", "q1").await.unwrap().is_none(),
+            "{backend}"
+        );
+        // The thread was not kept either: the same id is a new thread again.
+        let again = store
+            .accept_run(new_run("alice", &input(&fresh, "q2", "hello"), "q2"))
+            .await
+            .unwrap();
+        assert!(again.created, "{backend}");
+    }
+}
+
 #[tokio::test]
 async fn a_claim_hands_back_what_validation_established() {
     use agwire_service::run::RuntimeMode;

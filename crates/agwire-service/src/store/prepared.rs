@@ -41,8 +41,6 @@ pub(in crate::store) struct Accept {
     pub(in crate::store) strict_answers: bool,
     /// The turn's messages to add (now, or when the run starts).
     pub(in crate::store) candidates: Vec<MessageRow>,
-    /// The same, as the `pending_messages` document of a run that waits.
-    pub(in crate::store) pending: String,
     pub(in crate::store) now_ms: i64,
     /// The run as its executor takes it, when the caller asked to start it
     /// (`NewRun::start`) — used if it does not wait.
@@ -73,7 +71,6 @@ impl Accept {
         // Only a whole history is matched by id: a single-turn client may
         // reuse ids, and its message must never be dropped.
         let dedupe = run.admission.whole_history;
-        let pending = serde_json::json!({"dedupe": dedupe, "messages": candidates}).to_string();
         let answers = candidates
             .iter()
             .filter_map(|m| match m {
@@ -104,10 +101,25 @@ impl Accept {
             answers,
             strict_answers: !run.admission.whole_history,
             candidates: candidates.into_iter().map(row).collect::<Result<_, _>>()?,
-            pending,
             now_ms: run.now_ms,
             start,
         })
+    }
+}
+
+impl Accept {
+    /// The turn's messages as the `pending_messages` document of a run that
+    /// waits (read back by [`pending`]); built only when one does.
+    pub(in crate::store) fn pending(&self) -> String {
+        let mut document = format!(r#"{{"dedupe":{},"messages":["#, self.dedupe);
+        for (i, (_, _, body)) in self.candidates.iter().enumerate() {
+            if i > 0 {
+                document.push(',');
+            }
+            document.push_str(body);
+        }
+        document.push_str("]}");
+        document
     }
 }
 

@@ -61,7 +61,7 @@ impl Call {
             "ids": run.candidates.iter().map(|m| &m.0).collect::<Vec<_>>(),
             "roles": run.candidates.iter().map(|m| m.1).collect::<Vec<_>>(),
             "bodies": run.candidates.iter().map(|m| &m.2).collect::<Vec<_>>(),
-            "pending": run.pending,
+            "pending": run.pending(),
             "now": run.now_ms,
             "owner": run.start.as_ref().map(|_| replica),
             "answers": run.answers,

@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::run::RuntimeMode;
 use crate::store::prepared::{Accept, End, MessageRow};
 use crate::store::records::{JOB_CONFIG, RECENT_MESSAGES, SETTINGS};
-use crate::store::{Accepted, HISTORY_WINDOW, RunContext, run_started};
+use crate::store::{Accepted, HISTORY_ROLES, HISTORY_WINDOW, RunContext, run_started};
 
 impl Accept {
     /// The rules of `RunStore::accept_run`, in its order.
@@ -61,40 +61,83 @@ impl Accept {
                 true
             }
         };
-        let busy: i64 = tx
-            .prepare_cached(
+        // A thread this accept created holds nothing yet: no run to wait
+        // behind, no tool call to settle, no message to match, and its
+        // history is what the turn brings. Those reads are skipped, not
+        // their rules (the contract suite runs both paths).
+        let busy: i64 = if created {
+            0
+        } else {
+            tx.prepare_cached(
                 "SELECT COUNT(*) FROM runs WHERE thread_id = ?1 AND status IN ('queued', 'running')",
             )?
-            .query_row([&self.thread_id], |r| r.get(0))?;
+            .query_row([&self.thread_id], |r| r.get(0))?
+        };
         if busy > 0 && !self.enqueue {
             return Err(Error::ThreadBusy);
         }
         let waiting = busy > 0;
-        settle_tool_calls(
-            tx,
-            &self.thread_id,
-            &self.run_id,
-            &self.answers,
-            self.strict_answers,
-        )?;
-        // A run waiting behind another adds its messages when it starts (or
-        // is cancelled), so the thread reads in the order turns happened.
-        let pending = if waiting {
-            Some(self.pending.as_str())
-        } else {
-            add_new_messages(
+        if created {
+            if let (true, Some(id)) = (self.strict_answers, self.answers.first()) {
+                return Err(Error::ToolCallNotPending {
+                    tool_call_id: id.clone(),
+                });
+            }
+            insert_messages_from(
                 tx,
                 &self.thread_id,
                 &self.run_id,
                 &self.candidates,
-                self.dedupe,
+                0,
                 self.now_ms,
             )?;
+        } else {
+            settle_tool_calls(
+                tx,
+                &self.thread_id,
+                &self.run_id,
+                &self.answers,
+                self.strict_answers,
+            )?;
+        }
+        // A run waiting behind another adds its messages when it starts (or
+        // is cancelled), so the thread reads in the order turns happened.
+        let pending = if waiting {
+            Some(self.pending())
+        } else {
+            if !created {
+                add_new_messages(
+                    tx,
+                    &self.thread_id,
+                    &self.run_id,
+                    &self.candidates,
+                    self.dedupe,
+                    self.now_ms,
+                )?;
+            }
             None
         };
         let mut started = self.start.filter(|_| !waiting);
         if let Some(run) = &mut started {
-            run.context = Some(context(tx, &self.user, &self.thread_id, self.mode)?);
+            let history = created.then(|| {
+                let mut history: Vec<String> = self
+                    .candidates
+                    .iter()
+                    .rev()
+                    .filter(|(_, role, _)| HISTORY_ROLES.contains(role))
+                    .take(HISTORY_WINDOW as usize)
+                    .map(|(_, _, body)| body.clone())
+                    .collect();
+                history.reverse();
+                history
+            });
+            run.context = Some(context(
+                tx,
+                &self.user,
+                &self.thread_id,
+                self.mode,
+                history,
+            )?);
         }
         let task_id = self.task_id;
         tx.prepare_cached(
@@ -112,7 +155,7 @@ impl Accept {
             if started.is_some() { "running" } else { "queued" },
             self.input_json,
             self.now_ms,
-            pending,
+            pending.as_deref(),
             self.mode,
             self.client_time,
             started.as_ref().map(|_| self.now_ms),
@@ -135,22 +178,30 @@ impl Accept {
 
 /// What a run starting now reads besides its input (`Claimed::context`),
 /// read in the transaction that starts it: the pages are the ones it just
-/// wrote, and it costs no trip to another thread.
+/// wrote, and it costs no trip to another thread. `known`: the thread's
+/// history when the caller has it (a thread it just created).
 fn context(
     tx: &Transaction<'_>,
     user: &str,
     thread_id: &str,
     mode: Option<&str>,
+    known: Option<Vec<String>>,
 ) -> Result<RunContext, Error> {
     let settings: Option<String> = tx
         .prepare_cached(SETTINGS)?
         .query_row([user], |r| r.get(0))
         .optional()?;
-    let mut history: Vec<String> = tx
-        .prepare_cached(RECENT_MESSAGES)?
-        .query_map(params![thread_id, HISTORY_WINDOW], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
-    history.reverse();
+    let history = match known {
+        Some(history) => history,
+        None => {
+            let mut history: Vec<String> = tx
+                .prepare_cached(RECENT_MESSAGES)?
+                .query_map(params![thread_id, HISTORY_WINDOW], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            history.reverse();
+            history
+        }
+    };
     let job_config: Option<String> = if mode == Some(RuntimeMode::Automation.as_str()) {
         tx.prepare_cached(JOB_CONFIG)?
             .query_row(params![user, thread_id], |r| r.get(0))
@@ -353,9 +404,21 @@ fn insert_messages(
     if messages.is_empty() {
         return Ok(());
     }
-    let mut seq: i64 = tx
+    let last: i64 = tx
         .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?1")?
         .query_row([thread_id], |r| r.get(0))?;
+    insert_messages_from(tx, thread_id, run_id, messages, last, now_ms)
+}
+
+/// [`insert_messages`] after the thread's message `last`.
+fn insert_messages_from(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    run_id: &str,
+    messages: &[MessageRow],
+    mut seq: i64,
+    now_ms: i64,
+) -> Result<(), Error> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -413,7 +476,7 @@ pub(super) fn claim(
         if let Some(pending) = pending {
             flush_pending(tx, &task_id, (&thread_id, &run_id), &pending, now_ms)?;
         }
-        let context = context(tx, &user_id, &thread_id, mode.as_deref())?;
+        let context = context(tx, &user_id, &thread_id, mode.as_deref(), None)?;
         let mut run = crate::store::prepared::claimed(
             task_id,
             user_id,
