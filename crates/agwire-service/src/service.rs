@@ -23,7 +23,7 @@ pub struct Service(Arc<Shared>);
 
 /// What every clone of a [`Service`] shares.
 #[derive(Clone)]
-pub(crate) struct Shared {
+pub struct Shared {
     pub(crate) engine: Engine,
     pub(crate) attachments: Option<Attachments>,
     pub(crate) auth: Auth,

@@ -479,9 +479,8 @@ async fn a_run_that_creates_its_thread_starts_with_the_history_read_back() {
             "threadId": t, "runId": "whole", "messages": messages,
             "forwardedProps": {"runtime_mode": "chat"}
         });
-        let whole = validate_run(body.to_string().as_bytes(), &Rules::default())
-            .unwrap()
-            .input;
+        // (The standard endpoint's input: a whole history, not one turn.)
+        let whole: RunAgentInput = serde_json::from_value(body).unwrap();
         let accepted = store
             .accept_run(NewRun {
                 start: Some(&start),

@@ -222,7 +222,7 @@ pub(super) async fn accept_alone(
         .bind(&ids)
         .bind(&roles)
         .bind(&bodies)
-        .bind(&run.pending)
+        .bind(run.pending())
         .bind(run.now_ms)
         .bind(owner)
         .bind(lease_ms)
