@@ -2,8 +2,9 @@
 # `agwire serve` on SQLite (one process) and on PostgreSQL (one replica, two
 # replicas), the same workload as bench/service.sh, side by side in one run:
 #   accepted runs/s (POST -> 202, runs executing), end-to-end runs/s (POST
-#   -> the run's whole SSE stream), and the latency a token gains from the
-#   provider to the SSE frame (token_latency) on each store;
+#   -> the run's whole SSE stream), accepted runs/s with execution held
+#   (accepts alone), and the latency a token gains from the provider to
+#   the SSE frame (token_latency) on each store;
 # then PostgreSQL's own floors on the same server at the same concurrency:
 # pgbench's simple-update TPS (-N), and pgbench writing a run's own rows in
 # the service's schema (bench/pg_floor: accepts, whole runs).
@@ -163,6 +164,22 @@ if [ -n "$CGROUP_CPU" ]; then
 else
   echo "  (quota rows skipped: no writable cgroup CPU controller)"
 fi
+
+# Accepts alone, compared with the floors' accepts: every run's execution
+# held after its first events (the built-in agent waits an hour per
+# token), so past `runs.max_concurrent` the accepts write queued runs,
+# the floors' accept rows, and nothing else competes for the store.
+printf 'accepted/s with execution held (runs wait after their first events), wrk -c%s for %ss:\n' "$CONNS" "$SECS"
+HELD=(--builtin-token-delay-ms 3600000)
+a=$(replica "${HELD[@]}")
+printf '  %-44s %10s\n' "SQLite, 1 process" "$(load 0 "$a")"
+stop_all
+url=$(database); a=$(replica --database-url "$url" "${HELD[@]}")
+printf '  %-44s %10s\n' "PostgreSQL, 1 replica" "$(load 0 "$a")"
+stop_all
+url=$(database); a=$(replica --database-url "$url" "${HELD[@]}"); b=$(replica --database-url "$url" "${HELD[@]}")
+printf '  %-44s %10s\n' "PostgreSQL, 2 replicas" "$(load 0 "$a" "$b")"
+stop_all
 
 echo "token latency, provider chunk -> SSE frame (token_latency 5 200):"
 printf '  SQLite:     %s\n' "$("$OUT/token_latency" 5 200 | tail -1)"

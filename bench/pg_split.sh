@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Where the CPU goes while `agwire serve` on PostgreSQL accepts runs alone
+# (execution held: the built-in agent waits an hour per token), one replica
+# or two on one database, wrk -c16 POST → 202 for SECS seconds: cores used
+# by PostgreSQL's backends (every `postgres` process) and by the replicas,
+# from /proc (utime + stime), and their CPU time per accepted run.
+# Usage: bench/pg_split.sh [replicas (2)] [seconds (10)]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-2}
+SECS=${2:-10}
+PG=${AGWIRE_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+source scripts/build-env.sh
+BIN=${AGWIRE_BIN:-${CARGO_TARGET_DIR:-./target}/$CARGO_BUILD_TARGET/release/agwire}
+cargo build --release -q -p agwire --bin agwire
+WORK=$(mktemp -d)
+DB="agwire_split_$RANDOM$RANDOM"
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done
+  psql "$PG" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+psql "$PG" -qc "CREATE DATABASE $DB" >/dev/null
+URL="${PG%/*}/$DB"
+ADDRS=()
+for i in $(seq "$N"); do
+  mkdir -p "$WORK/$i"
+  RUST_LOG=error "$BIN" serve --addr 127.0.0.1:0 --data-dir "$WORK/$i" --database-url "$URL" \
+    --builtin-token-delay-ms 3600000 >"$WORK/$i/out" &
+  PIDS+=($!)
+  for _ in $(seq 200); do grep -q listening "$WORK/$i/out" 2>/dev/null && break; sleep 0.05; done
+  ADDRS+=("$(sed -n 's/^listening //p' "$WORK/$i/out")")
+done
+ticks() { local sum=0 pid; for pid in "$@"; do [ -r "/proc/$pid/stat" ] && sum=$((sum + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done; echo "$sum"; }
+postgres() { pgrep -x postgres | tr '\n' ' '; }
+HZ=$(getconf CLK_TCK)
+pg0=$(ticks $(postgres)); rep0=$(ticks "${PIDS[@]}")
+WRKS=()
+for addr in "${ADDRS[@]}"; do
+  wrk -t1 -c$((16 / N)) -d"${SECS}s" -s bench/http/service.lua "$addr" >"$WORK/wrk-${#WRKS[@]}" &
+  WRKS+=($!)
+done
+wait "${WRKS[@]}"
+pg1=$(ticks $(postgres)); rep1=$(ticks "${PIDS[@]}")
+runs=$(cat "$WORK"/wrk-* | awk '/^ +[0-9]+ requests in/ {s += $1} END {print s}')
+if grep -q "Non-2xx" "$WORK"/wrk-*; then echo "non-2xx answers" >&2; exit 1; fi
+python3 - "$SECS" "$HZ" "$runs" "$((pg1 - pg0))" "$((rep1 - rep0))" "$N" <<'PY'
+import sys
+secs, hz, runs, pg, rep, n = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+print(f"{n} replica(s), accepts alone: {runs / secs:.0f} runs/s")
+print(f"  PostgreSQL backends {pg / hz / secs:.2f} cores ({pg / hz / runs * 1e6:.0f} us per run), "
+      f"replicas {rep / hz / secs:.2f} cores ({rep / hz / runs * 1e6:.0f} us per run)")
+PY
