@@ -276,6 +276,27 @@ pub struct AttachmentsConfig {
     pub max_bytes: usize,
     /// How long a signed URL stays valid.
     pub url_ttl_seconds: i64,
+    /// An S3-compatible bucket for their bytes, `s3://bucket/prefix`
+    /// (`AGWIRE_ATTACHMENTS_URL`); download URLs are then the bucket's own
+    /// presigned URLs. Unset: files beside the embedded database, rows of
+    /// a PostgreSQL one.
+    pub url: Option<String>,
+    /// The bucket's S3 endpoint (MinIO, SeaweedFS, Supabase Storage's
+    /// `https://<project>.supabase.co/storage/v1/s3`); unset:
+    /// `AWS_ENDPOINT_URL`, else AWS's for the region.
+    pub endpoint: Option<String>,
+    /// The bucket's region; unset: `AWS_REGION`, `AWS_DEFAULT_REGION`,
+    /// else `us-east-1`.
+    pub region: Option<String>,
+    /// Address the bucket as `https://bucket.endpoint/key` (AWS's style)
+    /// instead of `endpoint/bucket/key` (path style, the default: what
+    /// MinIO, SeaweedFS and Supabase Storage take).
+    pub virtual_hosted: bool,
+    /// The bucket's access key id; unset: the AWS credential chain
+    /// (`AWS_ACCESS_KEY_ID`, web identity, container, instance metadata).
+    pub access_key_id: Option<String>,
+    /// Its secret (prefer `AWS_SECRET_ACCESS_KEY` to writing it here).
+    pub secret_access_key: Option<String>,
 }
 
 impl Default for AttachmentsConfig {
@@ -283,6 +304,12 @@ impl Default for AttachmentsConfig {
         Self {
             max_bytes: 10 * 1024 * 1024,
             url_ttl_seconds: 3600,
+            url: None,
+            endpoint: None,
+            region: None,
+            virtual_hosted: false,
+            access_key_id: None,
+            secret_access_key: None,
         }
     }
 }

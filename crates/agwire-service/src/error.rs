@@ -84,6 +84,9 @@ pub enum Error {
     /// committed: none of its calls is retried.
     #[error("could not write to the run log: {0}")]
     LogUnavailable(String),
+    /// The attachments' bucket failed (unreachable, refused, …).
+    #[error("attachment bucket: {0}")]
+    Bucket(String),
     /// The configuration is invalid.
     #[error("configuration: {0}")]
     Config(String),
@@ -91,4 +94,10 @@ pub enum Error {
     /// shown).
     #[error("internal: {0}")]
     Internal(String),
+}
+
+impl From<object_store::Error> for Error {
+    fn from(error: object_store::Error) -> Self {
+        Self::Bucket(error.to_string())
+    }
 }

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod bucket;
 mod hardening;
 mod jobs;
 mod jwks;

@@ -29,5 +29,7 @@ pub mod pg;
 pub mod proto_oracle;
 #[cfg(feature = "raw-http")]
 pub mod raw_http;
+#[cfg(feature = "s3")]
+pub mod s3;
 #[cfg(feature = "streamgen")]
 pub mod streamgen;

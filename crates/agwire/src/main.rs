@@ -4,6 +4,8 @@
 //!   embedded SQLite, or on PostgreSQL shared by several replicas.
 //! - `agwire run <URL>`: stream a run of any AG-UI endpoint in the terminal.
 //! - `agwire check <URL>`: judge any AG-UI endpoint by the official rules.
+//! - `agwire attachments copy-to-bucket`: move stored attachments into the
+//!   configured S3-compatible bucket.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -67,6 +69,9 @@ enum Command {
     /// Judge an AG-UI endpoint by the official rules: scenarios for every
     /// rule family, a table (or --json, --junit FILE), exit 1 on a violation.
     Check(check::CheckArgs),
+    /// Operate on the service's stored attachments.
+    #[command(subcommand)]
+    Attachments(serve::AttachmentsCommand),
 }
 
 #[tokio::main]
@@ -98,6 +103,13 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::Attachments(command) => match serve::attachments(command).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                let _ = writeln!(std::io::stderr(), "agwire attachments: {error}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Serve(args) => match serve::serve(args).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use agwire_llm::local::fetch::{self, HubFile};
 use agwire_llm::local::{LocalConfig, LocalModel};
 use agwire_llm::{ChatModel, OpenAiCompatible, OpenAiConfig};
-use agwire_service::attachments::Attachments;
+use agwire_service::attachments::{Attachments, Bucket};
 use agwire_service::auth::Auth;
 use agwire_service::brain::Brain;
 use agwire_service::brain::agents::RuntimeConfig;
@@ -35,6 +35,11 @@ pub(crate) struct ServeArgs {
     /// (`postgres://user:password@host/db`) [default: SQLite in the data dir].
     #[arg(long, env = "AGWIRE_DATABASE_URL", hide_env_values = true)]
     database_url: Option<String>,
+    /// An S3-compatible bucket for attachments, `s3://bucket/prefix`
+    /// (endpoint, region and credentials: `[attachments]` or the AWS
+    /// environment).
+    #[arg(long, env = "AGWIRE_ATTACHMENTS_URL")]
+    attachments_url: Option<String>,
     /// The URL clients reach the service by (used in signed attachment URLs).
     #[arg(long, env = "AGWIRE_PUBLIC_URL")]
     public_url: Option<String>,
@@ -119,6 +124,9 @@ impl ServeArgs {
         if let Some(url) = &self.public_url {
             config.public_url = Some(url.clone());
         }
+        if let Some(url) = self.attachments_url.as_ref().filter(|u| !u.is_empty()) {
+            config.attachments.url = Some(url.clone());
+        }
         if let Some(secret) = &self.jwt_secret {
             config.auth.jwt_secret = Some(secret.clone());
         }
@@ -194,32 +202,103 @@ fn raise_open_files_limit() -> u64 {
     }
 }
 
+/// The configured store (PostgreSQL, else SQLite in the data directory),
+/// putting new attachments in `bucket` if given.
+async fn open_store(
+    config: &Config,
+    bucket: Option<Arc<Bucket>>,
+) -> Result<Arc<dyn Store>, String> {
+    Ok(match &config.store.url {
+        Some(url) => {
+            let store =
+                PgStore::connect_with_lease(url, Duration::from_secs(config.store.lease_seconds))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            Arc::new(match bucket {
+                Some(bucket) => store.with_bucket(bucket),
+                None => store,
+            })
+        }
+        None => {
+            let db = config.data_dir.join("agwire.db");
+            let store = SqliteStore::open(&db)
+                .await
+                .map_err(|e| format!("{}: {e}", db.display()))?;
+            Arc::new(match bucket {
+                Some(bucket) => store.with_bucket(bucket),
+                None => store,
+            })
+        }
+    })
+}
+
+/// `agwire attachments …`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum AttachmentsCommand {
+    /// Move the attachments kept beside the database (files of an embedded
+    /// one, rows of PostgreSQL) into the bucket `[attachments] url` names:
+    /// each copied, read back, compared by SHA-256, then recorded as
+    /// there. Idempotent and resumable: run it again after any failure.
+    /// Takes `agwire serve`'s settings; with SQLite, stop the service
+    /// first.
+    CopyToBucket(ServeArgs),
+}
+
+pub(crate) async fn attachments(command: AttachmentsCommand) -> Result<(), String> {
+    let AttachmentsCommand::CopyToBucket(args) = command;
+    let config = args.config()?;
+    let url = config
+        .attachments
+        .url
+        .as_deref()
+        .ok_or("no bucket is configured: set [attachments] url or AGWIRE_ATTACHMENTS_URL")?;
+    let bucket = Arc::new(
+        Bucket::open(url, &config.attachments)
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    let store = open_store(&config, Some(bucket.clone())).await?;
+    use std::io::Write;
+    let copied = agwire_service::attachments::copy_to_bucket(&*store, &bucket, |id, size| {
+        let _ = writeln!(std::io::stdout(), "moved {id} ({size} bytes)");
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let _ = writeln!(
+        std::io::stdout(),
+        "{} attachments moved to {url} ({} bytes); {} records had no bytes",
+        copied.moved,
+        copied.bytes,
+        copied.missing
+    );
+    Ok(())
+}
+
 pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     let config = args.config()?;
     let data_dir = &config.data_dir;
     std::fs::create_dir_all(data_dir)
         .map_err(|e| format!("data dir {}: {e}", data_dir.display()))?;
-    let store: Arc<dyn Store> = match &config.store.url {
-        Some(url) => Arc::new(
-            PgStore::connect_with_lease(url, Duration::from_secs(config.store.lease_seconds))
+    // The attachments' bucket, when one is configured: reached (a URL
+    // presigned) before anything starts.
+    let bucket = match &config.attachments.url {
+        Some(url) => Some(Arc::new(
+            Bucket::open(url, &config.attachments)
                 .await
                 .map_err(|e| e.to_string())?,
-        ),
-        None => {
-            let db = data_dir.join("agwire.db");
-            Arc::new(
-                SqliteStore::open(&db)
-                    .await
-                    .map_err(|e| format!("{}: {e}", db.display()))?,
-            )
-        }
+        )),
+        None => None,
     };
+    let store = open_store(&config, bucket.clone()).await?;
     let mut attachments = Attachments::open(data_dir)
         .map_err(|e| format!("attachments in {}: {e}", data_dir.display()))?;
     // Replicas sign with the key their database holds, so a URL one
     // signed verifies on all.
     if let Some(key) = store.url_signing_key().await.map_err(|e| e.to_string())? {
         attachments = attachments.with_key(key);
+    }
+    if let Some(bucket) = bucket {
+        attachments = attachments.with_bucket(bucket);
     }
     attachments.max_bytes = config.attachments.max_bytes;
     attachments.ttl_seconds = config.attachments.url_ttl_seconds;

@@ -5,6 +5,7 @@
 mod common;
 
 mod api_fuzz;
+mod bucket_replicas;
 mod replicas;
 mod serve;
 mod web;

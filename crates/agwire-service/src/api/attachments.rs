@@ -14,7 +14,7 @@ use super::doc::bodies::{Binary, Upload};
 use super::error::Detail;
 use super::history::base_url;
 use super::{ApiError, ApiResult, User, now_ms};
-use crate::attachments::sniff;
+use crate::attachments::{UploadError, sniff};
 use crate::service::Service;
 
 /// What a multipart upload may add around its file (boundaries, part
@@ -50,6 +50,7 @@ pub(super) struct AttachmentView {
         (status = 413, description = "`attachment exceeds size limit`", body = Detail),
         (status = 415, description = "`the upload is not a PNG, JPEG, GIF or WebP image`", body = Detail),
         (status = 422, description = "`multipart upload needs a 'file' field`", body = Detail),
+        (status = 503, description = "`attachment storage is unavailable; retry shortly` (the configured bucket failed; nothing was kept)", body = Detail),
     )
 )]
 pub(super) async fn upload(
@@ -65,53 +66,70 @@ pub(super) async fn upload(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("multipart/form-data"));
-    let too_large = || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE);
-    let bytes: Bytes = if multipart {
-        use axum::extract::FromRequest;
-        let mut form = axum::extract::Multipart::from_request(request, &())
-            .await
-            .map_err(|rejection| ApiError::new(StatusCode::BAD_REQUEST, rejection.body_text()))?;
-        // A part that breaks the body's limit is the upload being too large;
-        // anything else wrong with the form is a bad request.
-        let failed = |e: axum::extract::multipart::MultipartError| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                too_large()
-            } else {
-                ApiError::new(StatusCode::BAD_REQUEST, e.body_text())
-            }
-        };
-        let mut file = None;
-        while let Some(field) = form.next_field().await.map_err(failed)? {
-            if field.name() == Some("file") {
-                file = Some(field.bytes().await.map_err(failed)?);
-                break;
-            }
-        }
-        match file {
-            Some(bytes) if bytes.len() > attachments.max_bytes => return Err(too_large()),
-            Some(bytes) => bytes,
-            None => {
-                return Err(ApiError::unprocessable(
-                    "multipart upload needs a 'file' field",
-                ));
-            }
-        }
-    } else {
-        super::limits::read_body(request.into_body(), attachments.max_bytes, TOO_LARGE).await?
-    };
-    let Some(mime_type) = sniff(&bytes) else {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "the upload is not a PNG, JPEG, GIF or WebP image",
-        ));
-    };
     let id = uuid::Uuid::now_v7().to_string();
-    service
-        .engine
-        .store
-        .insert_attachment(&id, &user, mime_type, &bytes, now_ms())
+    let store = &service.engine.store;
+    let max = attachments.max_bytes;
+    let (mime_type, size, in_bucket) = match store.bucket() {
+        // Into the bucket as it arrives: never the whole file in memory.
+        Some(bucket) => {
+            let (mime_type, size) = if multipart {
+                let mut form = form(request).await?;
+                loop {
+                    let field = next_field(&mut form).await?;
+                    if field.name() == Some("file") {
+                        let mut field = Box::pin(field);
+                        break stream_to_bucket(bucket, &id, &mut field, max, multipart_failed)
+                            .await?;
+                    }
+                }
+            } else {
+                let mut body = request.into_body().into_data_stream();
+                stream_to_bucket(bucket, &id, &mut body, max, body_failed).await?
+            };
+            // The object first, then its record; a record that cannot be
+            // written leaves no object behind.
+            if let Err(error) = store
+                .insert_attachment_in_bucket(&id, &user, mime_type, size, now_ms())
+                .await
+            {
+                if let Err(removal) = bucket.delete(&id).await {
+                    tracing::warn!(error = %removal, attachment = %id, "could not remove the object of an upload that was not recorded");
+                }
+                return Err(error.into());
+            }
+            (mime_type, size, true)
+        }
+        None => {
+            let bytes = if multipart {
+                let mut form = form(request).await?;
+                loop {
+                    let field = next_field(&mut form).await?;
+                    if field.name() == Some("file") {
+                        break field.bytes().await.map_err(multipart_failed)?;
+                    }
+                }
+            } else {
+                super::limits::read_body(request.into_body(), max, TOO_LARGE).await?
+            };
+            if bytes.len() > max {
+                return Err(too_large());
+            }
+            let mime_type = sniff(&bytes).ok_or_else(not_an_image)?;
+            store
+                .insert_attachment(&id, &user, mime_type, &bytes, now_ms())
+                .await?;
+            (mime_type, bytes.len(), false)
+        }
+    };
+    let (url, exp) = attachments
+        .url(
+            &base_url(&service, &headers),
+            &id,
+            &user,
+            in_bucket,
+            now_ms() / 1000,
+        )
         .await?;
-    let (url, exp) = attachments.sign(&base_url(&service, &headers), &id, &user, now_ms() / 1000);
     let expires_at = jiff::Timestamp::from_second(exp)
         .map(|t| t.to_string())
         .unwrap_or_default();
@@ -121,11 +139,98 @@ pub(super) async fn upload(
             id,
             url,
             mime_type,
-            size: bytes.len(),
+            size,
             expires_at,
         }),
     )
         .into_response())
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE)
+}
+
+fn not_an_image() -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "the upload is not a PNG, JPEG, GIF or WebP image",
+    )
+}
+
+/// A part that breaks the body's limit is the upload being too large;
+/// anything else wrong with the form is a bad request.
+#[allow(clippy::needless_pass_by_value)] // the shape `map_err` takes
+fn multipart_failed(error: axum::extract::multipart::MultipartError) -> ApiError {
+    if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        too_large()
+    } else {
+        ApiError::new(StatusCode::BAD_REQUEST, error.body_text())
+    }
+}
+
+/// A raw body that breaks the route's limit is the upload being too large.
+#[allow(clippy::needless_pass_by_value)] // the shape `map_err` takes
+fn body_failed(error: axum::Error) -> ApiError {
+    super::limits::body_error(&error, TOO_LARGE)
+}
+
+/// A multipart upload's form.
+async fn form(request: Request) -> ApiResult<axum::extract::Multipart> {
+    use axum::extract::FromRequest;
+    axum::extract::Multipart::from_request(request, &())
+        .await
+        .map_err(|rejection| ApiError::new(StatusCode::BAD_REQUEST, rejection.body_text()))
+}
+
+/// The form's next field (the upload's `file` is looked for among them);
+/// none left means there was none.
+async fn next_field(
+    form: &mut axum::extract::Multipart,
+) -> ApiResult<axum::extract::multipart::Field<'_>> {
+    form.next_field()
+        .await
+        .map_err(multipart_failed)?
+        .ok_or_else(|| ApiError::unprocessable("multipart upload needs a 'file' field"))
+}
+
+/// How many bytes the type is judged by (WebP's signature is the longest).
+const SNIFF_BYTES: usize = 12;
+
+/// Streams an upload into the bucket as attachment `id`: its first bytes
+/// judge its type (a body that is not an image writes nothing), the rest
+/// goes on as it arrives, the size limit counted on the way.
+async fn stream_to_bucket<S, E>(
+    bucket: &crate::attachments::Bucket,
+    id: &str,
+    body: &mut S,
+    max: usize,
+    failed: fn(E) -> ApiError,
+) -> ApiResult<(&'static str, usize)>
+where
+    S: futures_util::Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    use futures_util::StreamExt;
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    while head.len() < SNIFF_BYTES {
+        match body.next().await {
+            Some(Ok(chunk)) => head.extend_from_slice(&chunk),
+            Some(Err(error)) => return Err(failed(error)),
+            None => break,
+        }
+        if head.len() > max {
+            return Err(too_large());
+        }
+    }
+    let mime_type = sniff(&head).ok_or_else(not_an_image)?;
+    match bucket
+        .upload(id, mime_type, Bytes::from(head), body, max)
+        .await
+    {
+        Ok(size) => Ok((mime_type, size)),
+        Err(UploadError::TooLarge) => Err(too_large()),
+        Err(UploadError::Body(error)) => Err(failed(error)),
+        Err(UploadError::Bucket(error)) => Err(error.into()),
+    }
 }
 
 #[utoipa::path(
@@ -141,6 +246,7 @@ pub(super) async fn upload(
     ),
     responses(
         (status = 200, description = "The image", content_type = "image/*", body = Binary),
+        (status = 302, description = "The image is in the attachment bucket: `Location` is its presigned URL"),
         (status = 403, description = "`invalid or expired signature`", body = Detail),
         (status = 404, description = "`attachment not found`", body = Detail),
     )
@@ -173,6 +279,20 @@ pub(super) async fn download(
             StatusCode::FORBIDDEN,
             "invalid or expired signature",
         ));
+    }
+    // Moved to the bucket since this URL was signed: the bucket serves it.
+    if owner.in_bucket && attachments.bucket().is_some() {
+        let (url, _) = attachments
+            .url("", &id, &owner.user_id, true, now_ms() / 1000)
+            .await?;
+        let mut response = StatusCode::FOUND.into_response();
+        if let Ok(value) = HeaderValue::from_str(&url) {
+            response.headers_mut().insert(header::LOCATION, value);
+        }
+        response
+            .headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return Ok(response);
     }
     let bytes = service
         .engine

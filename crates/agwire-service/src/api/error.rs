@@ -102,6 +102,14 @@ impl From<Error> for ApiError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is shutting down; retry shortly",
             ),
+            Error::Bucket(why) => {
+                // The cause (an address, a key id) is for the operator.
+                tracing::error!(%why, "attachment bucket failed");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "attachment storage is unavailable; retry shortly",
+                )
+            }
             Error::LogUnavailable(why) => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("could not write to the run log: {why}"),

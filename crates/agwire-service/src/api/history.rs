@@ -63,11 +63,48 @@ pub(super) async fn get_history(
         .and_then(Value::as_str)
         .and_then(|name| jiff::tz::TimeZone::get(name).ok())
         .unwrap_or(jiff::tz::TimeZone::UTC);
+    let presigned = presigned(&service, &user, &messages).await?;
     let snapshot =
         crate::history::snapshot(thread.as_deref(), &messages, &tz, before, &|reference| {
-            resign(&service, &headers, &user, reference)
+            match presigned.get(reference) {
+                Some(url) => url.clone(),
+                None => resign(&service, &headers, &user, reference),
+            }
         });
     Ok(axum::Json(snapshot).into_response())
+}
+
+/// The bucket's presigned URLs for the references in `messages` to the
+/// user's attachments whose bytes are there, by reference (presigning may
+/// wait on credentials; the snapshot's signing does not wait).
+async fn presigned(
+    service: &Service,
+    user: &str,
+    messages: &[crate::store::StoredMessage],
+) -> Result<HashMap<String, String>, crate::Error> {
+    let mut urls = HashMap::new();
+    let Some(attachments) = service
+        .attachments
+        .as_ref()
+        .filter(|a| a.bucket().is_some())
+    else {
+        return Ok(urls);
+    };
+    let bodies = messages
+        .iter()
+        .map(|m| serde_json::to_string(&m.message))
+        .collect::<Result<Vec<_>, _>>()?;
+    let now_s = now_ms() / 1000;
+    for id in crate::attachments::references(bodies.iter().map(String::as_str)) {
+        let Some(record) = service.engine.store.attachment(&id).await? else {
+            continue;
+        };
+        if record.user_id == user && record.in_bucket {
+            let (url, _) = attachments.url("", &id, user, true, now_s).await?;
+            urls.insert(format!("{REFERENCE_PREFIX}{id}"), url);
+        }
+    }
+    Ok(urls)
 }
 
 /// The base URL clients reach us by (for absolute attachment URLs): the

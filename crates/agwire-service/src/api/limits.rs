@@ -182,6 +182,19 @@ pub(crate) async fn read_body(
     }
 }
 
+/// A body that could not be read: past the route's limit (413, `too_large`),
+/// or broken (400).
+pub(crate) fn body_error(error: &axum::Error, too_large: &str) -> ApiError {
+    if is_length_limit(error) {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, too_large)
+    } else {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("could not read the request body: {error}"),
+        )
+    }
+}
+
 /// Whether a body error is (or wraps) a length limit being hit, by the
 /// route's limit layer or the reader's own.
 fn is_length_limit(error: &(dyn std::error::Error + 'static)) -> bool {

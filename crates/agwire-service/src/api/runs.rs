@@ -140,10 +140,23 @@ pub(super) async fn post_run(
     .await?;
     // (Scoped: `Rules` holds a `&dyn Fn`, which must not live across an await.)
     let now_s = now_ms() / 1000;
+    // A presigned URL names an object, not its owner: the records of the
+    // bucket objects the body names say which are this user's, read before
+    // the (synchronous) validation judges each URL in its rule's turn.
+    let mut owned = Vec::new();
+    if let Some(attachments) = &service.attachments {
+        for id in attachments.bucket_ids_in(&body) {
+            if let Some(record) = service.engine.store.attachment(&id).await?
+                && record.user_id == user
+            {
+                owned.push(id);
+            }
+        }
+    }
     let validated = {
         let attachments = service.attachments.as_ref();
         let signed =
-            |url: &str| attachments.is_some_and(|a| a.verify_url(url, &user, now_s).is_some());
+            |url: &str| attachments.is_some_and(|a| a.accepts_url(url, &user, &owned, now_s));
         let rules = Rules {
             backend_tools: BACKEND_TOOLS,
             signed_url: &signed,

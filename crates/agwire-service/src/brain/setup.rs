@@ -54,7 +54,7 @@ impl RunSetup {
         for body in &context.history {
             history.push(serde_json::from_str(body)?);
         }
-        let history = crate::attachments::inline_images(&**store, user, history).await;
+        let history = crate::attachments::inline_images(&**store, user, history).await?;
         let runtime = match mode {
             Some(RuntimeMode::Automation) => {
                 let job_runtime: JobRuntime = match &context.job_config {

@@ -42,9 +42,18 @@ impl Engine {
             Ok(setup) => self.brain.agent(setup),
             Err(error) => {
                 tracing::error!(%error, "could not prepare the run");
+                let (message, code) = match error {
+                    // The images the user sent are in a bucket it could not
+                    // read: said, not answered without them.
+                    crate::Error::Bucket(_) => (
+                        "the run's images could not be read: attachment storage is unavailable",
+                        "attachment_storage_unavailable",
+                    ),
+                    _ => ("the run could not be prepared", "internal"),
+                };
                 let failure = Event::RunError(RunErrorEvent {
-                    message: "the run could not be prepared".into(),
-                    code: Some("internal".into()),
+                    message: message.into(),
+                    code: Some(code.into()),
                     usage: None,
                     base: BaseEvent::default(),
                 });

@@ -15,6 +15,7 @@ mod records;
 mod sqlite;
 
 use std::fmt;
+use std::sync::Arc;
 
 use agwire_core::{BaseEvent, Event, Message, RunAgentInput, RunStartedEvent};
 use async_trait::async_trait;
@@ -520,15 +521,20 @@ pub struct AttachmentRecord {
     pub user_id: String,
     /// Its sniffed type.
     pub mime_type: String,
+    /// Its bytes are in the store's bucket ([`AttachmentStore::bucket`]),
+    /// not beside the database.
+    pub in_bucket: bool,
 }
 
 /// Uploaded attachments: who owns each, its type, its bytes — where every
-/// process serving the database can read them (files beside an embedded
-/// database; rows of a shared one).
+/// process serving the database can read them (the store's S3-compatible
+/// bucket when it has one; else files beside an embedded database, rows of
+/// a shared one).
 #[async_trait]
 pub trait AttachmentStore: Send + Sync {
-    /// Stores an upload (`id` a UUID the service minted): its bytes, then
-    /// its record, so a record always has its bytes.
+    /// Stores an upload (`id` a UUID the service minted) beside the
+    /// database: its bytes, then its record, so a record always has its
+    /// bytes.
     async fn insert_attachment(
         &self,
         id: &str,
@@ -538,11 +544,40 @@ pub trait AttachmentStore: Send + Sync {
         now_ms: i64,
     ) -> Result<(), Error>;
 
-    /// An attachment's owner and type.
+    /// Records an upload whose bytes the caller put in [`Self::bucket`]
+    /// (first: a record always has its bytes).
+    async fn insert_attachment_in_bucket(
+        &self,
+        id: &str,
+        user: &str,
+        mime_type: &str,
+        size: usize,
+        now_ms: i64,
+    ) -> Result<(), Error>;
+
+    /// Marks an attachment kept beside the database as now in the bucket
+    /// (its copy there verified), and drops the copy beside the database.
+    async fn moved_to_bucket(&self, id: &str) -> Result<(), Error>;
+
+    /// The ids of the attachments still kept beside the database, after
+    /// `after` (in id order), at most `limit`.
+    async fn attachments_not_in_bucket(
+        &self,
+        after: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, Error>;
+
+    /// An attachment's owner, type and where its bytes are.
     async fn attachment(&self, id: &str) -> Result<Option<AttachmentRecord>, Error>;
 
-    /// An attachment's bytes.
+    /// An attachment's bytes, wherever they are.
     async fn attachment_bytes(&self, id: &str) -> Result<Option<Vec<u8>>, Error>;
+
+    /// The S3-compatible bucket new attachments go to (`[attachments] url`),
+    /// if there is one.
+    fn bucket(&self) -> Option<&Arc<crate::attachments::Bucket>> {
+        None
+    }
 
     /// The key every process sharing the database signs attachment URLs
     /// with (the first to ask creates it), so a URL one replica signed
@@ -671,4 +706,29 @@ impl<T> Store for T where
         + JobStore
         + fmt::Debug
 {
+}
+
+/// The bytes of an attachment recorded as in the bucket.
+async fn bucket_bytes(
+    bucket: Option<&crate::attachments::Bucket>,
+    id: &str,
+) -> Result<Option<Vec<u8>>, Error> {
+    match bucket {
+        Some(bucket) => bucket.bytes(id).await,
+        None => Err(Error::Bucket(format!(
+            "attachment {id} is in a bucket, and none is configured ([attachments] url)"
+        ))),
+    }
+}
+
+/// Removes deleted attachments' objects from the bucket, if there is one
+/// (after their records' commit, as their files; what a crash leaves is
+/// never served).
+async fn remove_bucket_objects(bucket: Option<&crate::attachments::Bucket>, ids: &[String]) {
+    let Some(bucket) = bucket else { return };
+    for id in ids {
+        if let Err(error) = bucket.delete(id).await {
+            tracing::warn!(%error, attachment = %id, "could not remove a deleted attachment's object");
+        }
+    }
 }

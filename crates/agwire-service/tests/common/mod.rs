@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agwire_client::core::Event;
+use agwire_service::attachments::Bucket;
 use agwire_service::auth::Auth;
 use agwire_service::store::{PgStore, SqliteStore, Store};
 use agwire_service::{BuiltinAgent, Config, Service};
@@ -76,13 +77,28 @@ impl Database {
 
     /// A store on it.
     pub async fn open(&self) -> Arc<dyn Store> {
+        self.open_with_bucket(None).await
+    }
+
+    /// A store on it, putting new attachments in `bucket` if given.
+    pub async fn open_with_bucket(&self, bucket: Option<Arc<Bucket>>) -> Arc<dyn Store> {
         match &self.postgres {
-            Some(url) => Arc::new(PgStore::connect(url).await.unwrap()),
-            None => Arc::new(
-                SqliteStore::open(&self.dir.join("agwire.db"))
+            Some(url) => {
+                let store = PgStore::connect(url).await.unwrap();
+                Arc::new(match bucket {
+                    Some(bucket) => store.with_bucket(bucket),
+                    None => store,
+                })
+            }
+            None => {
+                let store = SqliteStore::open(&self.dir.join("agwire.db"))
                     .await
-                    .unwrap(),
-            ),
+                    .unwrap();
+                Arc::new(match bucket {
+                    Some(bucket) => store.with_bucket(bucket),
+                    None => store,
+                })
+            }
         }
     }
 
@@ -128,15 +144,45 @@ pub async fn start_brain(brain: Arc<dyn agwire_service::brain::Brain>) -> Server
     .await
 }
 
+/// Serves runs on `brain` with `config` and `auth`.
+pub async fn start_brain_with(
+    config: &Config,
+    auth: Auth,
+    brain: Arc<dyn agwire_service::brain::Brain>,
+) -> Server {
+    start_service(config, auth, |service| service.with_brain(brain)).await
+}
+
 async fn start_service(
     config: &Config,
     auth: Auth,
     setup: impl FnOnce(Service) -> Service,
 ) -> Server {
-    let database = Database::fresh("service").await;
-    let store = database.open().await;
+    start_on(Database::fresh("service").await, config, auth, setup).await
+}
+
+/// Serves a service on `database` (another process's, or a fresh one).
+pub async fn start_on(
+    database: Database,
+    config: &Config,
+    auth: Auth,
+    setup: impl FnOnce(Service) -> Service,
+) -> Server {
+    // The configured bucket, as `agwire serve` opens it.
+    let bucket = match &config.attachments.url {
+        Some(url) => Some(Arc::new(
+            Bucket::open(url, &config.attachments).await.unwrap(),
+        )),
+        None => None,
+    };
+    let store = database.open_with_bucket(bucket.clone()).await;
     let dir = database.dir.clone();
-    let attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
+    let mut attachments = agwire_service::attachments::Attachments::open(&dir).unwrap();
+    if let Some(bucket) = bucket {
+        attachments = attachments.with_bucket(bucket);
+    }
+    attachments.max_bytes = config.attachments.max_bytes;
+    attachments.ttl_seconds = config.attachments.url_ttl_seconds;
     let service = setup(Service::new(store, Arc::new(BuiltinAgent::default())))
         .with_config(config)
         .with_attachments(attachments)
@@ -331,6 +377,33 @@ pub async fn wait_status(addr: SocketAddr, run_id: &str, want: &str) -> Value {
         "run {run_id} never reached {want}: {}",
         status(addr, run_id).await
     );
+}
+
+/// [`wait_status`] for a run of the user `token` (a bearer token) names.
+pub async fn wait_status_as(addr: SocketAddr, run_id: &str, want: &str, token: &str) -> Value {
+    let read = || async {
+        reqwest::Client::new()
+            .get(format!("http://{addr}/api/v1/agent/runs/{run_id}"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let status = read().await;
+        if status["status"] == want {
+            return status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "run {run_id} never reached {want}: {status}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 /// Runs `interop/httpagent.mjs` (the official `HttpAgent`) on `spec`; `None`

@@ -89,6 +89,8 @@ pub struct PgStore {
     accepts: accepts::Accepts,
     /// Stops the listener and the lease renewal with the last clone.
     _tasks: Arc<DropGuard>,
+    /// Where new attachments' bytes go, when a bucket is configured.
+    bucket: Option<Arc<crate::attachments::Bucket>>,
 }
 
 impl PgStore {
@@ -97,6 +99,13 @@ impl PgStore {
     /// 20 s.
     pub async fn connect(url: &str) -> Result<Self, Error> {
         Self::connect_with_lease(url, DEFAULT_LEASE).await
+    }
+
+    /// New attachments go to `bucket` (those in rows stay readable there).
+    #[must_use]
+    pub fn with_bucket(mut self, bucket: Arc<crate::attachments::Bucket>) -> Self {
+        self.bucket = Some(bucket);
+        self
     }
 
     /// The same, with leases of `lease`: how long the running runs of a
@@ -148,6 +157,7 @@ impl PgStore {
             writer,
             accepts,
             _tasks: Arc::new(stop.drop_guard()),
+            bucket: None,
         })
     }
 }

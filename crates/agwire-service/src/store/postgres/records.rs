@@ -36,27 +36,81 @@ impl AttachmentStore for PgStore {
         Ok(())
     }
 
-    async fn attachment(&self, id: &str) -> Result<Option<AttachmentRecord>, Error> {
-        let row = sqlx::query("SELECT user_id, mime_type FROM attachments WHERE id = $1")
+    async fn insert_attachment_in_bucket(
+        &self,
+        id: &str,
+        user: &str,
+        mime_type: &str,
+        size: usize,
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        sqlx::query(
+            "INSERT INTO attachments (id, user_id, mime_type, size, created_at, in_bucket) \
+             VALUES ($1, $2, $3, $4, $5, true)",
+        )
+        .bind(id)
+        .bind(user)
+        .bind(mime_type)
+        .bind(i64::try_from(size).unwrap_or(i64::MAX))
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn moved_to_bucket(&self, id: &str) -> Result<(), Error> {
+        sqlx::query("UPDATE attachments SET in_bucket = true, bytes = NULL WHERE id = $1")
             .bind(id)
-            .fetch_optional(&self.pool)
+            .execute(&self.pool)
             .await?;
+        Ok(())
+    }
+
+    async fn attachments_not_in_bucket(
+        &self,
+        after: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM attachments WHERE NOT in_bucket AND id > $1 ORDER BY id LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn attachment(&self, id: &str) -> Result<Option<AttachmentRecord>, Error> {
+        let row =
+            sqlx::query("SELECT user_id, mime_type, in_bucket FROM attachments WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
         row.map(|r| {
             Ok(AttachmentRecord {
                 user_id: r.try_get("user_id")?,
                 mime_type: r.try_get("mime_type")?,
+                in_bucket: r.try_get("in_bucket")?,
             })
         })
         .transpose()
     }
 
     async fn attachment_bytes(&self, id: &str) -> Result<Option<Vec<u8>>, Error> {
-        let bytes: Option<Option<Vec<u8>>> =
-            sqlx::query_scalar("SELECT bytes FROM attachments WHERE id = $1")
+        let row: Option<(bool, Option<Vec<u8>>)> =
+            sqlx::query_as("SELECT in_bucket, bytes FROM attachments WHERE id = $1")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(bytes.flatten())
+        match row {
+            Some((true, _)) => crate::store::bucket_bytes(self.bucket.as_deref(), id).await,
+            Some((false, bytes)) => Ok(bytes),
+            None => Ok(None),
+        }
+    }
+
+    fn bucket(&self) -> Option<&std::sync::Arc<crate::attachments::Bucket>> {
+        self.bucket.as_ref()
     }
 
     async fn url_signing_key(&self) -> Result<Option<Vec<u8>>, Error> {
@@ -94,9 +148,11 @@ impl PgStore {
         Ok(tx)
     }
 
-    /// Nothing to do: an attachment's bytes are its row's, gone with it.
-    #[allow(clippy::unused_async)] // the shape the shared delete calls
-    async fn remove_attachment_bytes(&self, _ids: &[String]) {}
+    /// An attachment's bytes are its row's, gone with it — or its object
+    /// in the bucket, removed now (after the commit; see SQLite's).
+    async fn remove_attachment_bytes(&self, ids: &[String]) {
+        crate::store::remove_bucket_objects(self.bucket.as_deref(), ids).await;
+    }
 }
 
 crate::store::records::shared_records!(PgStore, sqlx::postgres::PgRow);

@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0009_job_threads_owned.sql"),
     include_str!("../../../migrations/sqlite/0010_run_mode_and_client_time.sql"),
     include_str!("../../../migrations/sqlite/0011_thread_list_and_tool_calls.sql"),
+    include_str!("../../../migrations/sqlite/0012_attachments_in_bucket.sql"),
 ];
 
 /// The embedded database.
@@ -50,6 +51,8 @@ pub struct SqliteStore {
     writer: writer::Writer,
     /// Attachments' bytes: one file each, beside the database.
     files: std::path::PathBuf,
+    /// Or in a bucket, when one is configured.
+    bucket: Option<std::sync::Arc<crate::attachments::Bucket>>,
 }
 
 impl SqliteStore {
@@ -76,7 +79,16 @@ impl SqliteStore {
             pool,
             writer,
             files,
+            bucket: None,
         })
+    }
+
+    /// New attachments go to `bucket` (those kept beside the database stay
+    /// readable there).
+    #[must_use]
+    pub fn with_bucket(mut self, bucket: std::sync::Arc<crate::attachments::Bucket>) -> Self {
+        self.bucket = Some(bucket);
+        self
     }
 
     /// Where an attachment's bytes live (ids are UUIDs we mint: never a

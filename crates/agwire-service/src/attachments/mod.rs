@@ -6,6 +6,11 @@
 //! URL when history is read ([`Attachments::sign`]), and a `data:` URL when
 //! the model reads the conversation (`inline_images`).
 //!
+//! With a bucket configured ([`Bucket`]), new attachments' bytes are there
+//! and their URLs are the bucket's own presigned URLs: a run may give one
+//! back while it has not expired, and the attachment's record must name
+//! the caller as its owner ([`Attachments::accepts_url`]).
+//!
 //! A URL is `{base}/api/v1/agent/attachments/{id}?exp={unix seconds}&sig={hex}`
 //! where `sig` is HMAC-SHA256 over the id, the owner and the expiry with the
 //! service's secret (created once in the data directory, or shared by the
@@ -14,8 +19,13 @@
 //! and has not expired. Runs store `attachment:{id}` references, never URLs;
 //! history signs fresh ones.
 
+mod bucket;
+
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
+
+pub use bucket::{Bucket, UploadError};
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -31,6 +41,8 @@ pub const PATH_PREFIX: &str = "/api/v1/agent/attachments/";
 #[derive(Clone)]
 pub struct Attachments {
     secret: Vec<u8>,
+    /// Where new attachments go and whose URLs it hands out, if configured.
+    bucket: Option<Arc<Bucket>>,
     /// Largest upload, bytes.
     pub max_bytes: usize,
     /// How long a signed URL stays valid, seconds.
@@ -63,6 +75,7 @@ impl Attachments {
         };
         Ok(Self {
             secret,
+            bucket: None,
             max_bytes: 10 * 1024 * 1024,
             ttl_seconds: 3600,
         })
@@ -74,6 +87,71 @@ impl Attachments {
     pub fn with_key(mut self, key: Vec<u8>) -> Self {
         self.secret = key;
         self
+    }
+
+    /// New attachments go to `bucket`, and their URLs are its presigned
+    /// URLs (the same bucket as the store's: [`crate::store::AttachmentStore::bucket`]).
+    #[must_use]
+    pub fn with_bucket(mut self, bucket: Arc<Bucket>) -> Self {
+        self.bucket = Some(bucket);
+        self
+    }
+
+    /// The bucket, if one is configured.
+    pub fn bucket(&self) -> Option<&Arc<Bucket>> {
+        self.bucket.as_ref()
+    }
+
+    /// A URL to download `user`'s attachment `id`, valid for the URL
+    /// lifetime, with its expiry (unix seconds): the bucket's presigned URL
+    /// when its bytes are there, else one this service signs.
+    pub async fn url(
+        &self,
+        base: &str,
+        id: &str,
+        user: &str,
+        in_bucket: bool,
+        now_s: i64,
+    ) -> Result<(String, i64), crate::Error> {
+        match (&self.bucket, in_bucket) {
+            (Some(bucket), true) => bucket.signed_url(id, self.ttl_seconds, now_s).await,
+            _ => Ok(self.sign(base, id, user, now_s)),
+        }
+    }
+
+    /// Whether `url` may stand for an image in a run of `user`: a URL this
+    /// service signed for them, or one the bucket presigned that has not
+    /// expired for an attachment in `owned` (theirs:
+    /// [`Attachments::bucket_ids_in`], then the records).
+    pub fn accepts_url(&self, url: &str, user: &str, owned: &[String], now_s: i64) -> bool {
+        self.verify_url(url, user, now_s).is_some()
+            || self
+                .bucket
+                .as_ref()
+                .and_then(|b| b.id_of_url(url, now_s))
+                .is_some_and(|id| owned.contains(&id))
+    }
+
+    /// The attachments a request body's bucket URLs name, each once, as
+    /// written in it (an escaped URL names none, and is refused).
+    pub fn bucket_ids_in(&self, body: &[u8]) -> Vec<String> {
+        let Some(bucket) = &self.bucket else {
+            return Vec::new();
+        };
+        let Ok(body) = std::str::from_utf8(body) else {
+            return Vec::new();
+        };
+        let base = bucket.url_prefix();
+        let mut ids: Vec<String> = Vec::new();
+        for (at, _) in body.match_indices(base) {
+            let Some(id) = body.get(at + base.len()..at + base.len() + 36) else {
+                continue;
+            };
+            if is_id(id) && !ids.iter().any(|known| known == id) {
+                ids.push(id.to_owned());
+            }
+        }
+        ids
     }
 
     fn mac(&self, id: &str, user: &str, exp: i64) -> HmacSha256 {
@@ -122,8 +200,9 @@ impl Attachments {
         is_id(id) && exp > now_s && self.mac(id, user, exp).verify_slice(sig).is_ok()
     }
 
-    /// Replaces the user messages' signed attachment URLs (this user's,
-    /// unexpired) by the references a run stores.
+    /// Replaces the user messages' attachment URLs (this user's signed
+    /// URLs, unexpired; the bucket's presigned ones, whose owner was
+    /// checked) by the references a run stores.
     pub fn to_references(&self, input: &mut agwire_core::RunAgentInput, user: &str, now_s: i64) {
         use agwire_core::{Content, ContentPart, Message, PartSource};
         for message in &mut input.messages {
@@ -136,7 +215,9 @@ impl Attachments {
             for part in parts.iter_mut() {
                 if let ContentPart::Image(media) = part
                     && let PartSource::Url { value, .. } = &mut media.source
-                    && let Some(id) = self.verify_url(value, user, now_s)
+                    && let Some(id) = self
+                        .verify_url(value, user, now_s)
+                        .or_else(|| self.bucket.as_ref().and_then(|b| b.id_of_url(value, now_s)))
                 {
                     *value = format!("{REFERENCE_PREFIX}{id}");
                 }
@@ -148,12 +229,13 @@ impl Attachments {
 /// The model must see the user's images: stored attachment references
 /// become `data:` URLs (the user's own attachments only; ones that are
 /// gone or too large stay references, which the model is told about as
-/// text).
+/// text). A bucket that cannot be read is an error: the run cannot be
+/// given what its user sent.
 pub(crate) async fn inline_images(
     store: &dyn crate::store::Store,
     user: &str,
     mut history: Vec<agwire_core::Message>,
-) -> Vec<agwire_core::Message> {
+) -> Result<Vec<agwire_core::Message>, crate::Error> {
     use agwire_core::{Content, ContentPart, Message, PartSource};
     use base64::Engine;
     /// Largest image sent inline.
@@ -187,15 +269,72 @@ pub(crate) async fn inline_images(
                     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
                     *value = format!("data:{mime};base64,{data}");
                 }
+                Err(error @ crate::Error::Bucket(_)) => return Err(error),
                 _ => {}
             }
         }
     }
-    history
+    Ok(history)
+}
+
+/// What [`copy_to_bucket`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Copied {
+    /// Attachments now in the bucket (copied, read back, hash-checked).
+    pub moved: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Records whose bytes were already gone (left as they were).
+    pub missing: u64,
+}
+
+/// Moves the attachments kept beside the database into `bucket`: each one
+/// copied, read back and compared by SHA-256, and only then recorded as in
+/// the bucket (its copy beside the database dropped). Idempotent and
+/// resumable: what was moved is recorded as moved, so a run stopped
+/// anywhere — even between the copy and the record — starts again where
+/// it was (an object copied twice is the same object). `each` sees every
+/// attachment moved.
+pub async fn copy_to_bucket(
+    store: &dyn crate::store::Store,
+    bucket: &Bucket,
+    mut each: impl FnMut(&str, usize),
+) -> Result<Copied, crate::Error> {
+    use sha2::Digest;
+    let mut copied = Copied::default();
+    let mut after = String::new();
+    loop {
+        let ids = store.attachments_not_in_bucket(&after, 100).await?;
+        let Some(last) = ids.last() else { break };
+        after.clone_from(last);
+        for id in ids {
+            let (Some(record), Some(bytes)) = (
+                store.attachment(&id).await?,
+                store.attachment_bytes(&id).await?,
+            ) else {
+                copied.missing += 1;
+                continue;
+            };
+            let size = bytes.len();
+            let want = Sha256::digest(&bytes);
+            bucket.put(&id, &record.mime_type, bytes).await?;
+            let back = bucket.bytes(&id).await?.unwrap_or_default();
+            if Sha256::digest(&back) != want {
+                return Err(crate::Error::Bucket(format!(
+                    "attachment {id}: the copy read back from the bucket differs from the original (sha256)"
+                )));
+            }
+            store.moved_to_bucket(&id).await?;
+            copied.moved += 1;
+            copied.bytes += size as u64;
+            each(&id, size);
+        }
+    }
+    Ok(copied)
 }
 
 /// Ids are UUIDs we mint: never a path.
-fn is_id(id: &str) -> bool {
+pub(crate) fn is_id(id: &str) -> bool {
     uuid::Uuid::try_parse(id).is_ok()
 }
 

@@ -1,0 +1,280 @@
+//! Attachments' bytes in an S3-compatible bucket (AWS S3, Supabase Storage,
+//! MinIO, SeaweedFS, …), through `object_store` — maintained by the Apache
+//! Arrow project, used by DataFusion and Delta Lake: SigV4 signing and
+//! presigned URLs, multipart uploads, retries, and the credential chain the
+//! AWS SDKs read (environment, web identity, ECS/EKS, instance metadata),
+//! with no AWS SDK to carry. One object per attachment, at `{prefix}/{id}`,
+//! with its content type, so a presigned `GET` serves the image as it is:
+//! downloads never pass through a replica.
+//!
+//! What the database keeps is the record (owner, type, size, that the bytes
+//! are here); every replica sharing it reaches the same bucket.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use futures_util::{Stream, StreamExt};
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::buffered::BufWriter;
+use object_store::path::Path;
+use object_store::signer::Signer;
+use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt};
+use tokio::io::AsyncWriteExt;
+
+use crate::config::AttachmentsConfig;
+use crate::error::Error;
+
+/// The part size of a multipart upload, and the most of one upload held in
+/// memory at once: S3 takes parts of at least 5 MiB (all but the last), so
+/// an upload up to this size is one `PUT`, a larger one parts of this size.
+const PART_BYTES: usize = 5 * 1024 * 1024;
+
+/// A bucket (and a key prefix in it) that holds attachments.
+#[derive(Debug, Clone)]
+pub struct Bucket {
+    store: Arc<AmazonS3>,
+    prefix: Path,
+    /// What every URL this bucket presigns for an attachment starts with
+    /// (`{endpoint}/{bucket}/{prefix}/`, or the virtual-hosted form): a URL
+    /// given back in a run must too.
+    base: String,
+}
+
+/// Why an upload did not become an object.
+#[derive(Debug)]
+pub enum UploadError<E> {
+    /// The body went past the size limit (what was sent is gone).
+    TooLarge,
+    /// The body could not be read (the client's error, passed on).
+    Body(E),
+    /// The bucket failed.
+    Bucket(Error),
+}
+
+impl Bucket {
+    /// The bucket `config.url` names (`s3://bucket/prefix`), reached at
+    /// `config.endpoint` (else `AWS_ENDPOINT_URL`, else AWS for the region),
+    /// with credentials from the standard AWS chain (`AWS_ACCESS_KEY_ID`…).
+    /// Presigns once, so a configuration without usable credentials fails
+    /// here, at start, not at the first upload.
+    pub async fn open(url: &str, config: &AttachmentsConfig) -> Result<Self, Error> {
+        let bad = |why: String| Error::Config(format!("attachments.url {url:?}: {why}"));
+        let rest = url
+            .strip_prefix("s3://")
+            .ok_or_else(|| bad("must be s3://bucket[/prefix]".into()))?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(bad("names no bucket".into()));
+        }
+        // A bucket that does not answer is said within seconds (a 503 for
+        // an upload, a run's error), not after object_store's default three
+        // minutes of retries; a transient failure still gets retried.
+        let retry = object_store::RetryConfig {
+            max_retries: 3,
+            retry_timeout: Duration::from_secs(10),
+            ..Default::default()
+        };
+        let client = object_store::ClientOptions::new()
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::from_secs(60));
+        let mut builder = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_virtual_hosted_style_request(config.virtual_hosted)
+            .with_retry(retry)
+            .with_client_options(client);
+        let endpoint = config
+            .endpoint
+            .clone()
+            .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
+            .filter(|e| !e.is_empty());
+        if let Some(endpoint) = &endpoint {
+            // A plain-HTTP endpoint is one the operator wrote down (a
+            // bucket on the same host or network); AWS's are HTTPS.
+            builder = builder
+                .with_endpoint(endpoint)
+                .with_allow_http(endpoint.starts_with("http://"));
+        }
+        let region = config
+            .region
+            .clone()
+            .or_else(|| std::env::var("AWS_REGION").ok())
+            .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| "us-east-1".to_owned());
+        builder = builder.with_region(region);
+        if let (Some(id), Some(secret)) = (&config.access_key_id, &config.secret_access_key) {
+            builder = builder
+                .with_access_key_id(id)
+                .with_secret_access_key(secret);
+        }
+        let store = Arc::new(builder.build().map_err(|e| bad(e.to_string()))?);
+        let prefix = Path::from(prefix.trim_matches('/'));
+        // The URL prefix, as the signer writes it: everything before the
+        // probe's name.
+        let probe = prefix.clone().join("probe");
+        let signed = store
+            .signed_url(reqwest::Method::GET, &probe, Duration::from_secs(60))
+            .await
+            .map_err(|e| bad(format!("cannot presign URLs: {e}")))?;
+        let signed = signed.as_str();
+        let base = signed
+            .find("probe?")
+            .map(|at| signed[..at].to_owned())
+            .ok_or_else(|| bad(format!("unexpected presigned URL {signed}")))?;
+        Ok(Self {
+            store,
+            prefix,
+            base,
+        })
+    }
+
+    /// What every URL this bucket presigns for an attachment starts with.
+    pub fn url_prefix(&self) -> &str {
+        &self.base
+    }
+
+    /// Where attachment `id` lives.
+    fn path(&self, id: &str) -> Path {
+        self.prefix.clone().join(id)
+    }
+
+    /// Streams an upload into the object for `id`: `head` (already read)
+    /// then `rest`, at most `max_bytes` in all — counted as it arrives, so
+    /// a body past the limit is refused once it passes it, never held
+    /// whole. Anything that fails leaves no object, nor a part of one (the
+    /// multipart upload is aborted). Returns the size.
+    pub async fn upload<S, E>(
+        &self,
+        id: &str,
+        mime_type: &str,
+        head: Bytes,
+        mut rest: S,
+        max_bytes: usize,
+    ) -> Result<usize, UploadError<E>>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin,
+    {
+        let mut attributes = Attributes::new();
+        attributes.insert(Attribute::ContentType, mime_type.to_owned().into());
+        let store: Arc<dyn ObjectStore> = self.store.clone();
+        // One part buffered, one in flight: a few MiB per upload, whatever
+        // its size.
+        let mut writer = BufWriter::with_capacity(store, self.path(id), PART_BYTES)
+            .with_max_concurrency(1)
+            .with_attributes(attributes);
+        let mut chunks = futures_util::stream::iter([Ok(head)]).chain(&mut rest);
+        let mut size = 0usize;
+        let failed = loop {
+            let chunk = match chunks.next().await {
+                None => break None,
+                Some(Ok(chunk)) => chunk,
+                Some(Err(error)) => break Some(UploadError::Body(error)),
+            };
+            size += chunk.len();
+            if size > max_bytes {
+                break Some(UploadError::TooLarge);
+            }
+            if let Err(error) = writer.put(chunk).await {
+                break Some(UploadError::Bucket(error.into()));
+            }
+        };
+        if let Some(failed) = failed {
+            if let Err(error) = writer.abort().await {
+                tracing::warn!(%error, attachment = %id, "could not abort an attachment's upload");
+            }
+            return Err(failed);
+        }
+        // Completes the upload: one PUT, or the multipart upload's last
+        // part and its completion.
+        writer
+            .shutdown()
+            .await
+            .map_err(|e| UploadError::Bucket(Error::Bucket(e.to_string())))?;
+        Ok(size)
+    }
+
+    /// The object's bytes (`None`: not there).
+    pub async fn bytes(&self, id: &str) -> Result<Option<Vec<u8>>, Error> {
+        match self.store.get(&self.path(id)).await {
+            Ok(got) => Ok(Some(got.bytes().await?.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Stores `bytes` as the object for `id` in one `PUT` (the copy of an
+    /// attachment kept elsewhere: `agwire attachments copy-to-bucket`).
+    pub async fn put(&self, id: &str, mime_type: &str, bytes: Vec<u8>) -> Result<(), Error> {
+        let mut attributes = Attributes::new();
+        attributes.insert(Attribute::ContentType, mime_type.to_owned().into());
+        self.store
+            .put_opts(
+                &self.path(id),
+                bytes.into(),
+                object_store::PutOptions {
+                    attributes,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Removes the object for `id` (gone already is fine).
+    pub async fn delete(&self, id: &str) -> Result<(), Error> {
+        match self.store.delete(&self.path(id)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// A presigned `GET` URL for attachment `id`, valid for `ttl_seconds`;
+    /// with its expiry (unix seconds).
+    pub async fn signed_url(
+        &self,
+        id: &str,
+        ttl_seconds: i64,
+        now_s: i64,
+    ) -> Result<(String, i64), Error> {
+        let ttl = u64::try_from(ttl_seconds).unwrap_or(1).max(1);
+        let url = self
+            .store
+            .signed_url(
+                reqwest::Method::GET,
+                &self.path(id),
+                Duration::from_secs(ttl),
+            )
+            .await?;
+        Ok((url.into(), now_s + ttl_seconds.max(1)))
+    }
+
+    /// The attachment a URL this bucket presigned names, while it has not
+    /// expired: it starts with this bucket's prefix, names an id we mint,
+    /// and carries a SigV4 query signature whose date and lifetime put its
+    /// end after `now_s`. Whether the attachment is the caller's is the
+    /// record's to say (the URL does not name its owner).
+    pub fn id_of_url(&self, url: &str, now_s: i64) -> Option<String> {
+        let rest = url.strip_prefix(&self.base)?;
+        let (id, query) = rest.split_once('?')?;
+        if !super::is_id(id) {
+            return None;
+        }
+        let (mut date, mut expires, mut signed) = (None, None, false);
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some(("X-Amz-Date", v)) => date = Some(v),
+                Some(("X-Amz-Expires", v)) => expires = v.parse::<i64>().ok(),
+                Some(("X-Amz-Signature", v)) => signed = !v.is_empty(),
+                _ => {}
+            }
+        }
+        let start = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%SZ", date?)
+            .ok()?
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .ok()?
+            .timestamp()
+            .as_second();
+        (signed && start + expires? > now_s).then(|| id.to_owned())
+    }
+}

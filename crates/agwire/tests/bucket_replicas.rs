@@ -1,0 +1,172 @@
+//! Two `agwire serve` replicas on one PostgreSQL database with their
+//! attachments in one bucket (SeaweedFS's S3 gateway): an image uploaded
+//! to one is what a run accepted and executed by the other gives its agent,
+//! and a third party downloads it straight from the bucket by the
+//! presigned URL — the replicas never serve the bytes; and the command that
+//! moves a database's images into the bucket.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use agwire_testkit::pg::PgDatabase;
+use agwire_testkit::s3::{BUCKET, SeaweedFs};
+use serde_json::{Value, json};
+
+use crate::common;
+use common::{body, data_dir, serve};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_share_attachments_through_one_bucket() {
+    let Some(database) = PgDatabase::create().await else {
+        return;
+    };
+    let Some(weed) = SeaweedFs::start() else {
+        return;
+    };
+    let prefix = format!("replicas-{}", uuid::Uuid::new_v4().simple());
+    let bucket_url = format!("s3://{BUCKET}/{prefix}");
+    // The bucket as an operator gives it: the AWS environment.
+    let mut env: Vec<(&str, String)> = weed.env();
+    env.push(("AGWIRE_DATABASE_URL", database.url.clone()));
+    env.push(("AGWIRE_ATTACHMENTS_URL", bucket_url));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let replicas: Vec<_> = (0..2)
+        .map(|_| serve(&data_dir("bucket-replica"), &[], &env))
+        .collect();
+    let (a, b) = (&replicas[0].base, &replicas[1].base);
+    let client = reqwest::Client::new();
+
+    let png = b"\x89PNG\r\n\x1a\n shared through the bucket".to_vec();
+    let uploaded: Value = client
+        .post(format!("{a}/api/v1/agent/attachments"))
+        .header("content-type", "image/png")
+        .body(png.clone())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = uploaded["url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("{}/{BUCKET}/{prefix}/", weed.endpoint)),
+        "{uploaded}"
+    );
+
+    // Accepted and streamed by the other replica (which starts the runs it
+    // accepts and follows): its agent's setup reads the image from the
+    // bucket, and the run succeeds.
+    let thread = uuid::Uuid::new_v4().to_string();
+    let mut run = body(&thread, "with-image", "x");
+    run["messages"][0]["content"] = json!([
+        {"type": "text", "text": "what is this?"},
+        {"type": "binary", "mimeType": "image/png", "url": url}
+    ]);
+    let streamed = client
+        .post(format!("{b}/api/v1/agent/runs"))
+        .header("accept", "text/event-stream")
+        .json(&run)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.status().as_u16(), 200);
+    let text = streamed.text().await.unwrap();
+    assert!(text.contains("RUN_FINISHED"), "{text}");
+    assert!(!text.contains("RUN_ERROR"), "{text}");
+
+    // History, read on the first replica, hands out a fresh presigned URL;
+    // a client with no token and no replica downloads the image with it.
+    let history: Value = client
+        .get(format!("{a}/api/v1/agent/history?threadId={thread}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let fresh = history["messages"][0]["attachments"][0]["url"]
+        .as_str()
+        .unwrap();
+    assert!(fresh.starts_with(&weed.endpoint), "{history}");
+    let image = reqwest::get(fresh).await.unwrap();
+    assert_eq!(image.status().as_u16(), 200);
+    assert_eq!(image.headers()["content-type"], "image/png");
+    assert_eq!(image.bytes().await.unwrap().as_ref(), png.as_slice());
+}
+
+/// `agwire attachments copy-to-bucket` on a database whose images are in
+/// its rows: every one moved, verified, and served from the bucket after;
+/// a second run finds nothing left to move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_to_bucket_moves_a_databases_images_once() {
+    let Some(database) = PgDatabase::create().await else {
+        return;
+    };
+    let Some(weed) = SeaweedFs::start() else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let png = b"\x89PNG\r\n\x1a\n kept in a row".to_vec();
+    let old_url = {
+        let before = serve(
+            &data_dir("before-bucket"),
+            &[],
+            &[("AGWIRE_DATABASE_URL", database.url.as_str())],
+        );
+        let uploaded: Value = client
+            .post(format!("{}/api/v1/agent/attachments", before.base))
+            .header("content-type", "image/png")
+            .body(png.clone())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let url = uploaded["url"].as_str().unwrap().to_owned();
+        url[url.find("/api/").unwrap()..].to_owned()
+    };
+    let prefix = format!("moved-{}", uuid::Uuid::new_v4().simple());
+    let mut env: Vec<(&str, String)> = weed.env();
+    env.push(("AGWIRE_DATABASE_URL", database.url.clone()));
+    env.push(("AGWIRE_ATTACHMENTS_URL", format!("s3://{BUCKET}/{prefix}")));
+    let copy = || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agwire"));
+        command
+            .args(["attachments", "copy-to-bucket", "--data-dir"])
+            .arg(data_dir("copy"));
+        for (key, value) in &env {
+            command.env(key, value);
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let first = copy();
+    assert!(first.contains("1 attachments moved"), "{first}");
+    let second = copy();
+    assert!(second.contains("0 attachments moved"), "{second}");
+
+    // A replica with the bucket serves the image from there: the URL
+    // signed before redirects to a presigned one.
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let after = serve(&data_dir("after-bucket"), &[], &env);
+    let fetched = client
+        .get(format!("{}{old_url}", after.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fetched.status().as_u16(), 200);
+    assert!(
+        fetched.url().as_str().starts_with(&weed.endpoint),
+        "{}",
+        fetched.url()
+    );
+    assert_eq!(fetched.bytes().await.unwrap().as_ref(), png.as_slice());
+    let bytes: Option<Vec<u8>> = sqlx::query_scalar("SELECT bytes FROM attachments")
+        .fetch_one(&sqlx::PgPool::connect(&database.url).await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        bytes, None,
+        "the row's copy is dropped once the bucket's is verified"
+    );
+}
