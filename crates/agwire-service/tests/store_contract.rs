@@ -1096,6 +1096,7 @@ mod sqlite {
             "DROP INDEX threads_by_user_activity".to_owned(),
             "CREATE INDEX threads_by_user ON threads (user_id, last_active_at)".to_owned(),
             "ALTER TABLE threads DROP COLUMN title".to_owned(),
+            "ALTER TABLE attachments DROP COLUMN in_bucket".to_owned(),
             job("fresh", "thread-fresh"),
             job("taken", "thread-taken"),
             "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('thread-taken', 'bob', 1, 1)".to_owned(),
