@@ -9,7 +9,8 @@
 #      and straight from the bucket (the presigned URL the service handed
 #      out) — the replica out of the path;
 #   3. the service's RSS (VmRSS, sampled every 20 ms) before and at its
-#      peak during 20 concurrent 10 MiB uploads into the bucket.
+#      peak during 20 concurrent 10 MiB uploads: into the bucket, and with
+#      no bucket (where an upload is read whole before it is stored).
 # Usage: bench/attachments.sh [uploads and downloads per case (default 20)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,20 +88,27 @@ case "$presigned" in "$AWS_ENDPOINT_URL"/*) ;; *) echo "not a presigned bucket U
 printf '  download by presigned URL (the bucket):   %s\n' "$(rate fetch "$presigned")"
 
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER/status"; }
-before=$(rss)
-peak=$before
-for i in $(seq 20); do
-  curl -sf -o /dev/null -H 'content-type: image/png' --data-binary @"$WORK/10m.png" "$BASE/api/v1/agent/attachments" &
-  echo $! >>"$WORK/uploads"
-done
-running() { while read -r pid; do kill -0 "$pid" 2>/dev/null && return 0; done <"$WORK/uploads"; return 1; }
-while running; do
-  now=$(rss); [ "$now" -gt "$peak" ] && peak=$now
-  sleep 0.02
-done
-failed=0
-while read -r pid; do wait "$pid" || failed=$((failed + 1)); done <"$WORK/uploads"
-[ "$failed" = 0 ] || { echo "$failed of the 20 uploads failed" >&2; exit 1; }
-echo "20 concurrent 10 MiB uploads into the bucket (200 MiB sent):"
-printf '  service RSS before %d MiB, peak %d MiB (+%d MiB, %.1f MiB per upload)\n' \
-  $((before / 1024)) $((peak / 1024)) $(((peak - before) / 1024)) "$(python3 -c "print(($peak - $before) / 1024 / 20)")"
+# 20 concurrent 10 MiB uploads to $BASE; prints the service's RSS before
+# and at its peak.
+concurrent_uploads() {
+  local before peak now failed=0
+  before=$(rss); peak=$before
+  : >"$WORK/uploads"
+  for _ in $(seq 20); do
+    curl -sf -o /dev/null -H 'content-type: image/png' --data-binary @"$WORK/10m.png" "$BASE/api/v1/agent/attachments" &
+    echo $! >>"$WORK/uploads"
+  done
+  running() { while read -r pid; do kill -0 "$pid" 2>/dev/null && return 0; done <"$WORK/uploads"; return 1; }
+  while running; do
+    now=$(rss); [ "$now" -gt "$peak" ] && peak=$now
+    sleep 0.02
+  done
+  while read -r pid; do wait "$pid" || failed=$((failed + 1)); done <"$WORK/uploads"
+  [ "$failed" = 0 ] || { echo "$failed of the 20 uploads failed" >&2; exit 1; }
+  printf 'RSS before %d MiB, peak %d MiB (+%d MiB, %.1f MiB per upload)' \
+    $((before / 1024)) $((peak / 1024)) $(((peak - before) / 1024)) "$(python3 -c "print(($peak - $before) / 1024 / 20)")"
+}
+echo "20 concurrent 10 MiB uploads (200 MiB sent), the service's RSS:"
+printf '  into the bucket (streamed):               %s\n' "$(concurrent_uploads)"
+serve
+printf '  no bucket (read whole, then a file):      %s\n' "$(concurrent_uploads)"
