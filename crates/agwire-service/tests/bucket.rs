@@ -18,7 +18,7 @@ use agwire_service::{BuiltinAgent, Config};
 use agwire_testkit::s3::{ACCESS_KEY_ID, BUCKET, SECRET_ACCESS_KEY, SeaweedFs};
 use common::{body, events, start, start_brain_with};
 use futures_util::TryStreamExt;
-use object_store::ObjectStore;
+use object_store::{ObjectStore, ObjectStoreExt};
 use serde_json::{Value, json};
 
 /// A PNG by its signature (the service judges types by the bytes).
@@ -487,4 +487,59 @@ async fn attachments_kept_beside_the_database_move_to_the_bucket_verified_once()
     let gif = second.replace(&before.addr.to_string(), &after.addr.to_string());
     let fetched = reqwest::get(&gif).await.unwrap();
     assert_eq!(fetched.headers()["content-type"], "image/gif");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_removes_objects_no_record_names_and_nothing_else() {
+    let Some(weed) = SeaweedFs::start() else {
+        return;
+    };
+    let (config, prefix) = config(&weed);
+    let server = start(&config, BuiltinAgent::default(), Auth::none()).await;
+    let recorded = json_of(upload_as(server.addr, None, PNG.to_vec()).await, 201).await;
+    let recorded = format!("{prefix}/{}", recorded["id"].as_str().unwrap());
+    // What a crash between an upload and its record leaves, and an object
+    // that is not the service's at all.
+    let client = bucket_client(&weed);
+    let orphan = format!("{prefix}/{}", uuid::Uuid::now_v7());
+    let foreign = format!("{prefix}/notes.txt");
+    for name in [&orphan, &foreign] {
+        client
+            .put(
+                &object_store::path::Path::from(name.as_str()),
+                b"left".to_vec().into(),
+            )
+            .await
+            .unwrap();
+    }
+    let bucket = Arc::new(
+        agwire_service::attachments::Bucket::open(
+            config.attachments.url.as_deref().unwrap(),
+            &config.attachments,
+        )
+        .await
+        .unwrap(),
+    );
+    let store = server.database.open_with_bucket(Some(bucket.clone())).await;
+    let now_s = jiff::Timestamp::now().as_second();
+    use agwire_service::attachments::{SWEEP_GRACE_SECONDS, sweep};
+    // Within the grace an object may be an upload about to be recorded.
+    assert_eq!(
+        sweep(&*store, &bucket, SWEEP_GRACE_SECONDS, now_s)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(objects(&weed, &prefix).await.len(), 3);
+    // Past it, the orphan goes; the recorded image and the foreign file stay.
+    let later = now_s + SWEEP_GRACE_SECONDS + 60;
+    assert_eq!(
+        sweep(&*store, &bucket, SWEEP_GRACE_SECONDS, later)
+            .await
+            .unwrap(),
+        1
+    );
+    let mut left = vec![recorded, foreign];
+    left.sort();
+    assert_eq!(objects(&weed, &prefix).await, left);
 }

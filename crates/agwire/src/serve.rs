@@ -232,6 +232,38 @@ async fn open_store(
     })
 }
 
+/// Now, in seconds since the epoch.
+fn unix_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Sweeps the bucket (see `agwire attachments sweep`) a minute after the
+/// start, then every hour.
+async fn sweep_every_hour(store: Arc<dyn Store>, bucket: Arc<Bucket>) {
+    let mut ticks = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(60),
+        Duration::from_secs(3600),
+    );
+    loop {
+        ticks.tick().await;
+        let now_s = unix_seconds();
+        match agwire_service::attachments::sweep(
+            &*store,
+            &bucket,
+            agwire_service::attachments::SWEEP_GRACE_SECONDS,
+            now_s,
+        )
+        .await
+        {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed attachment objects no record names"),
+            Err(error) => tracing::warn!(%error, "could not sweep the attachment bucket"),
+        }
+    }
+}
+
 /// `agwire attachments …`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum AttachmentsCommand {
@@ -242,10 +274,16 @@ pub(crate) enum AttachmentsCommand {
     /// Takes `agwire serve`'s settings; with SQLite, stop the service
     /// first.
     CopyToBucket(ServeArgs),
+    /// Remove what a crash left in the bucket: attachment objects no record
+    /// names, older than an hour (`agwire serve` does this every hour too).
+    Sweep(ServeArgs),
 }
 
 pub(crate) async fn attachments(command: AttachmentsCommand) -> Result<(), String> {
-    let AttachmentsCommand::CopyToBucket(args) = command;
+    let (args, sweeping) = match command {
+        AttachmentsCommand::CopyToBucket(args) => (args, false),
+        AttachmentsCommand::Sweep(args) => (args, true),
+    };
     let config = args.config()?;
     let url = config
         .attachments
@@ -259,6 +297,22 @@ pub(crate) async fn attachments(command: AttachmentsCommand) -> Result<(), Strin
     );
     let store = open_store(&config, Some(bucket.clone())).await?;
     use std::io::Write;
+    if sweeping {
+        let now_s = unix_seconds();
+        let removed = agwire_service::attachments::sweep(
+            &*store,
+            &bucket,
+            agwire_service::attachments::SWEEP_GRACE_SECONDS,
+            now_s,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let _ = writeln!(
+            std::io::stdout(),
+            "{removed} objects without a record removed from {url}"
+        );
+        return Ok(());
+    }
     let copied = agwire_service::attachments::copy_to_bucket(&*store, &bucket, |id, size| {
         let _ = writeln!(std::io::stdout(), "moved {id} ({size} bytes)");
     })
@@ -290,6 +344,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         None => None,
     };
     let store = open_store(&config, bucket.clone()).await?;
+    // What a crash left in the bucket is removed every hour (by every
+    // replica: a sweep is idempotent).
+    let (swept_store, bucket_to_sweep) = (store.clone(), bucket.clone());
     let mut attachments = Attachments::open(data_dir)
         .map_err(|e| format!("attachments in {}: {e}", data_dir.display()))?;
     // Replicas sign with the key their database holds, so a URL one
@@ -334,6 +391,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     let app = service.router_with(agwire_web::router());
     let scheduler = service.scheduler();
     tokio::spawn(async move { scheduler.run(Duration::from_secs(1)).await });
+    if let Some(bucket) = bucket_to_sweep {
+        tokio::spawn(sweep_every_hour(swept_store, bucket));
+    }
     let draining = service.clone();
     let grace = Duration::from_secs(config.grace_seconds);
     let shutdown = async move {

@@ -221,6 +221,23 @@ impl Bucket {
         Ok(())
     }
 
+    /// The attachments' objects in the bucket — named by an id we mint,
+    /// right under the prefix — with when each was written (unix seconds).
+    pub async fn list(&self) -> Result<Vec<(String, i64)>, Error> {
+        let mut listed = self.store.list(Some(&self.prefix));
+        let mut found = Vec::new();
+        while let Some(meta) = listed.next().await {
+            let meta = meta?;
+            let Some(id) = meta.location.filename() else {
+                continue;
+            };
+            if super::is_id(id) && meta.location == self.path(id) {
+                found.push((id.to_owned(), meta.last_modified.timestamp()));
+            }
+        }
+        Ok(found)
+    }
+
     /// Removes the object for `id` (gone already is fine).
     pub async fn delete(&self, id: &str) -> Result<(), Error> {
         match self.store.delete(&self.path(id)).await {

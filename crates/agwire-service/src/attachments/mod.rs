@@ -277,6 +277,34 @@ pub(crate) async fn inline_images(
     Ok(history)
 }
 
+/// How long an object may go without a record before [`sweep`] takes it
+/// for what a crash left: an upload records its object the moment it is
+/// written, so only a process that died in between leaves one older.
+pub const SWEEP_GRACE_SECONDS: i64 = 3600;
+
+/// Removes what a crash can leave in the bucket: attachment objects no
+/// record names, written more than `grace_s` before `now_s`. Objects not
+/// named like an attachment are not the service's and stay. Returns how
+/// many were removed. (Parts of multipart uploads a crash interrupted are
+/// not objects: the bucket's lifecycle rule for incomplete multipart
+/// uploads removes them — docs/DEPLOY.md.)
+pub async fn sweep(
+    store: &dyn crate::store::Store,
+    bucket: &Bucket,
+    grace_s: i64,
+    now_s: i64,
+) -> Result<u64, crate::Error> {
+    let mut removed = 0;
+    for (id, written_s) in bucket.list().await? {
+        if written_s + grace_s > now_s || store.attachment(&id).await?.is_some() {
+            continue;
+        }
+        bucket.delete(&id).await?;
+        removed += 1;
+    }
+    Ok(removed)
+}
+
 /// What [`copy_to_bucket`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Copied {
