@@ -1,6 +1,7 @@
 //! Two `agwire serve` replicas on one PostgreSQL database with their
-//! attachments in one bucket (SeaweedFS's S3 gateway): an image uploaded
-//! to one is what a run accepted and executed by the other gives its agent,
+//! attachments in one bucket (SeaweedFS's S3 gateway), per-user auth on: an
+//! image uploaded to one is what a run accepted and executed by the other
+//! gives its agent, another user can use it on neither,
 //! and a third party downloads it straight from the bucket by the
 //! presigned URL — the replicas never serve the bytes; and the command that
 //! moves a database's images into the bucket.
@@ -12,6 +13,18 @@ use serde_json::{Value, json};
 
 use crate::common;
 use common::{body, data_dir, serve};
+
+/// The replicas' HS256 secret (per-user bearer auth on).
+const SECRET: &str = "bucket-replicas-secret";
+
+fn token(user: &str) -> String {
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 600;
+    agwire_service::auth::sign_jwt(SECRET.as_bytes(), user, i64::try_from(expires).unwrap())
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_share_attachments_through_one_bucket() {
@@ -27,16 +40,19 @@ async fn two_replicas_share_attachments_through_one_bucket() {
     let mut env: Vec<(&str, String)> = weed.env();
     env.push(("AGWIRE_DATABASE_URL", database.url.clone()));
     env.push(("AGWIRE_ATTACHMENTS_URL", bucket_url));
+    env.push(("AGWIRE_JWT_SECRET", SECRET.to_owned()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let replicas: Vec<_> = (0..2)
         .map(|_| serve(&data_dir("bucket-replica"), &[], &env))
         .collect();
     let (a, b) = (&replicas[0].base, &replicas[1].base);
     let client = reqwest::Client::new();
+    let (alice, bob) = (token("alice"), token("bob"));
 
     let png = b"\x89PNG\r\n\x1a\n shared through the bucket".to_vec();
     let uploaded: Value = client
         .post(format!("{a}/api/v1/agent/attachments"))
+        .bearer_auth(&alice)
         .header("content-type", "image/png")
         .body(png.clone())
         .send()
@@ -60,8 +76,25 @@ async fn two_replicas_share_attachments_through_one_bucket() {
         {"type": "text", "text": "what is this?"},
         {"type": "binary", "mimeType": "image/png", "url": url}
     ]);
+    // Another user cannot use it, on either replica, and nothing is kept.
+    for base in [a, b] {
+        let refused = client
+            .post(format!("{base}/api/v1/agent/runs"))
+            .bearer_auth(&bob)
+            .json(&run)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status().as_u16(), 422, "{base}");
+        let refused: Value = refused.json().await.unwrap();
+        assert_eq!(
+            refused,
+            json!({"detail": "binary content url is not a valid signed URL"})
+        );
+    }
     let streamed = client
         .post(format!("{b}/api/v1/agent/runs"))
+        .bearer_auth(&alice)
         .header("accept", "text/event-stream")
         .json(&run)
         .send()
@@ -74,8 +107,16 @@ async fn two_replicas_share_attachments_through_one_bucket() {
 
     // History, read on the first replica, hands out a fresh presigned URL;
     // a client with no token and no replica downloads the image with it.
+    let theirs = client
+        .get(format!("{b}/api/v1/agent/history?threadId={thread}"))
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(theirs.status().as_u16(), 404);
     let history: Value = client
         .get(format!("{a}/api/v1/agent/history?threadId={thread}"))
+        .bearer_auth(&alice)
         .send()
         .await
         .unwrap()
