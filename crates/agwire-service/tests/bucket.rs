@@ -254,11 +254,24 @@ async fn a_run_takes_its_users_presigned_url_and_the_model_sees_the_image() {
         json_of(theirs, 422).await,
         json!({"detail": "binary content url is not a valid signed URL"})
     );
-    // A URL of the bucket for an id that was never uploaded: the same.
+    // Her own URL tampered with — another id, a later expiry, another
+    // signature — is not one the bucket signed: refused the same way.
     let id = uploaded["id"].as_str().unwrap();
-    let forged = url.replace(id, &uuid::Uuid::now_v7().to_string());
-    let forged = post_as(addr, Some("alice"), &with_image(&thread, "a0", &forged)).await;
-    assert_eq!(forged.status().as_u16(), 422);
+    let expires = url
+        .split(['?', '&'])
+        .find(|p| p.starts_with("X-Amz-Expires="))
+        .unwrap();
+    let mut resigned = url.to_owned();
+    let last = resigned.pop().unwrap();
+    resigned.push(if last == '0' { '1' } else { '0' });
+    for tampered in [
+        url.replace(id, &uuid::Uuid::now_v7().to_string()),
+        url.replace(expires, "X-Amz-Expires=604800"),
+        resigned,
+    ] {
+        let refused = post_as(addr, Some("alice"), &with_image(&thread, "a0", &tampered)).await;
+        assert_eq!(refused.status().as_u16(), 422, "{tampered}");
+    }
 
     // The owner's run: accepted, the model gets the bytes inline.
     let mine = post_as(addr, Some("alice"), &with_image(&thread, "a1", url)).await;

@@ -140,23 +140,20 @@ pub(super) async fn post_run(
     .await?;
     // (Scoped: `Rules` holds a `&dyn Fn`, which must not live across an await.)
     let now_s = now_ms() / 1000;
-    // A presigned URL names an object, not its owner: the records of the
-    // bucket objects the body names say which are this user's, read before
-    // the (synchronous) validation judges each URL in its rule's turn.
-    let mut owned = Vec::new();
-    if let Some(attachments) = &service.attachments {
-        for id in attachments.bucket_ids_in(&body) {
-            if let Some(record) = service.engine.store.attachment(&id).await?
-                && record.user_id == user
-            {
-                owned.push(id);
-            }
+    // The bucket's presigned URLs the body names, checked (signature,
+    // expiry, owner) before the synchronous validation judges each URL.
+    let verified = match &service.attachments {
+        Some(attachments) => {
+            attachments
+                .verified_bucket_urls(&*service.engine.store, &body, &user, now_s)
+                .await?
         }
-    }
+        None => Vec::new(),
+    };
     let validated = {
         let attachments = service.attachments.as_ref();
         let signed =
-            |url: &str| attachments.is_some_and(|a| a.accepts_url(url, &user, &owned, now_s));
+            |url: &str| attachments.is_some_and(|a| a.accepts_url(url, &user, &verified, now_s));
         let rules = Rules {
             backend_tools: BACKEND_TOOLS,
             signed_url: &signed,

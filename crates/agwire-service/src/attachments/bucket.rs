@@ -35,6 +35,8 @@ const PART_BYTES: usize = 5 * 1024 * 1024;
 pub struct Bucket {
     store: Arc<AmazonS3>,
     prefix: Path,
+    /// The region its URLs are signed for (SigV4's scope).
+    region: String,
     /// What every URL this bucket presigns for an attachment starts with
     /// (`{endpoint}/{bucket}/{prefix}/`, or the virtual-hosted form): a URL
     /// given back in a run must too.
@@ -102,7 +104,7 @@ impl Bucket {
             .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
             .filter(|r| !r.is_empty())
             .unwrap_or_else(|| "us-east-1".to_owned());
-        builder = builder.with_region(region);
+        builder = builder.with_region(&region);
         if let (Some(id), Some(secret)) = (&config.access_key_id, &config.secret_access_key) {
             builder = builder
                 .with_access_key_id(id)
@@ -125,6 +127,7 @@ impl Bucket {
         Ok(Self {
             store,
             prefix,
+            region,
             base,
         })
     }
@@ -266,11 +269,76 @@ impl Bucket {
         Ok((url.into(), now_s + ttl_seconds.max(1)))
     }
 
-    /// The attachment a URL this bucket presigned names, while it has not
+    /// The attachment a URL this bucket presigned names, if its SigV4
+    /// signature is the one the bucket's credentials give (AWS's
+    /// query-string authentication: the canonical `GET` of its path, its
+    /// query but the signature, its host, an unsigned payload) and it has
+    /// not expired. Whether the attachment is the caller's is the record's
+    /// to say (the URL does not name its owner).
+    pub async fn verify_url(&self, url: &str, now_s: i64) -> Option<String> {
+        use hmac::Mac;
+        use sha2::Digest;
+        let id = self.id_of_url(url, now_s)?;
+        let parsed = reqwest::Url::parse(url).ok()?;
+        let credential = self.store.credentials().get_credential().await.ok()?;
+        // Every parameter but the signature, decoded, encoded as SigV4 does
+        // (unreserved characters only), sorted by name then value.
+        let mut signature = None;
+        let mut date = None;
+        let mut pairs = Vec::new();
+        for (name, value) in parsed.query_pairs() {
+            match name.as_ref() {
+                "X-Amz-Signature" => {
+                    signature = Some(value.into_owned());
+                    continue;
+                }
+                "X-Amz-Credential"
+                    if value.split('/').next() != Some(credential.key_id.as_str()) =>
+                {
+                    return None;
+                }
+                "X-Amz-Date" => date = Some(value.to_string()),
+                _ => {}
+            }
+            pairs.push((sigv4_encode(&name), sigv4_encode(&value)));
+        }
+        pairs.sort_unstable();
+        let query = pairs
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect::<Vec<_>>()
+            .join("&");
+        let host = match parsed.port() {
+            Some(port) => format!("{}:{port}", parsed.host_str()?),
+            None => parsed.host_str()?.to_owned(),
+        };
+        let request = format!(
+            "GET\n{}\n{query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD",
+            parsed.path()
+        );
+        let date = date?;
+        let day = date.get(..8)?;
+        let scope = format!("{day}/{}/s3/aws4_request", self.region);
+        let to_sign = format!(
+            "AWS4-HMAC-SHA256\n{date}\n{scope}\n{}",
+            hex::encode(sha2::Sha256::digest(request.as_bytes()))
+        );
+        let mut key = format!("AWS4{}", credential.secret_key).into_bytes();
+        for part in [day, self.region.as_str(), "s3", "aws4_request"] {
+            key = hmac_sha256(&key, part.as_bytes())?;
+        }
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).ok()?;
+        mac.update(to_sign.as_bytes());
+        let signature = hex::decode(signature?).ok()?;
+        // (Constant time: the signature is a credential.)
+        mac.verify_slice(&signature).ok().map(|()| id)
+    }
+
+    /// The attachment a URL of this bucket names, while it has not
     /// expired: it starts with this bucket's prefix, names an id we mint,
     /// and carries a SigV4 query signature whose date and lifetime put its
-    /// end after `now_s`. Whether the attachment is the caller's is the
-    /// record's to say (the URL does not name its owner).
+    /// end after `now_s` (whether the signature is right is
+    /// [`Bucket::verify_url`]'s to say).
     pub fn id_of_url(&self, url: &str, now_s: i64) -> Option<String> {
         let rest = url.strip_prefix(&self.base)?;
         let (id, query) = rest.split_once('?')?;
@@ -293,5 +361,77 @@ impl Bucket {
             .timestamp()
             .as_second();
         (signed && start + expires? > now_s).then(|| id.to_owned())
+    }
+}
+
+/// What SigV4 leaves unencoded in a canonical query: letters, digits and
+/// `-._~`.
+const SIGV4_UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+fn sigv4_encode(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, SIGV4_UNRESERVED).to_string()
+}
+
+fn hmac_sha256(key: &[u8], data: &[u8]) -> Option<Vec<u8>> {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).ok()?;
+    mac.update(data);
+    Some(mac.finalize().into_bytes().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bucket whose URLs are presigned with static credentials (no
+    /// request is made: presigning and verifying are local).
+    async fn bucket(prefix: &str) -> Bucket {
+        let config = AttachmentsConfig {
+            endpoint: Some("http://127.0.0.1:9".into()),
+            region: Some("eu-west-3".into()),
+            access_key_id: Some("AKIDEXAMPLE".into()),
+            secret_access_key: Some("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into()),
+            ..AttachmentsConfig::default()
+        };
+        Bucket::open(&format!("s3://agent-inputs/{prefix}"), &config)
+            .await
+            .unwrap()
+    }
+
+    /// Every URL object_store presigns verifies — prefixes with characters
+    /// SigV4 encodes included — and no changed one does.
+    #[tokio::test]
+    async fn presigned_urls_verify_exactly_as_object_store_signs_them() {
+        let now_s = jiff::Timestamp::now().as_second();
+        for prefix in ["uploads", "a b+c/ü~x", ""] {
+            let bucket = bucket(prefix).await;
+            let id = uuid::Uuid::now_v7().to_string();
+            let (url, _) = bucket.signed_url(&id, 600, now_s).await.unwrap();
+            assert_eq!(
+                bucket.verify_url(&url, now_s).await,
+                Some(id.clone()),
+                "{url}"
+            );
+            let expires = url
+                .split(['?', '&'])
+                .find(|p| p.starts_with("X-Amz-Expires="))
+                .unwrap();
+            let other = uuid::Uuid::now_v7().to_string();
+            for changed in [
+                url.replace(expires, "X-Amz-Expires=604800"),
+                url.replace(&id, &other),
+                url.replace("X-Amz-Signature=", "X-Amz-Signature=0"),
+                url.replace("eu-west-3", "us-east-1"),
+                format!("{url}&extra=1"),
+            ] {
+                assert_eq!(bucket.verify_url(&changed, now_s).await, None, "{changed}");
+            }
+            // Past its expiry it verifies no more.
+            assert_eq!(bucket.verify_url(&url, now_s + 601).await, None);
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! With a bucket configured ([`Bucket`]), new attachments' bytes are there
 //! and their URLs are the bucket's own presigned URLs: a run may give one
 //! back while it has not expired, and the attachment's record must name
-//! the caller as its owner ([`Attachments::accepts_url`]).
+//! the caller as its owner ([`Attachments::verified_bucket_urls`]).
 //!
 //! A URL is `{base}/api/v1/agent/attachments/{id}?exp={unix seconds}&sig={hex}`
 //! where `sig` is HMAC-SHA256 over the id, the owner and the expiry with the
@@ -120,38 +120,49 @@ impl Attachments {
     }
 
     /// Whether `url` may stand for an image in a run of `user`: a URL this
-    /// service signed for them, or one the bucket presigned that has not
-    /// expired for an attachment in `owned` (theirs:
-    /// [`Attachments::bucket_ids_in`], then the records).
-    pub fn accepts_url(&self, url: &str, user: &str, owned: &[String], now_s: i64) -> bool {
-        self.verify_url(url, user, now_s).is_some()
-            || self
-                .bucket
-                .as_ref()
-                .and_then(|b| b.id_of_url(url, now_s))
-                .is_some_and(|id| owned.contains(&id))
+    /// service signed for them, or one of `verified` — the bucket's
+    /// presigned URLs of their own attachments ([`Attachments::verified_bucket_urls`]).
+    pub fn accepts_url(&self, url: &str, user: &str, verified: &[String], now_s: i64) -> bool {
+        self.verify_url(url, user, now_s).is_some() || verified.iter().any(|v| v == url)
     }
 
-    /// The attachments a request body's bucket URLs name, each once, as
-    /// written in it (an escaped URL names none, and is refused).
-    pub fn bucket_ids_in(&self, body: &[u8]) -> Vec<String> {
+    /// The bucket URLs a request body names (as written in it: an escaped
+    /// URL names none, and is refused) that the bucket presigned, that have
+    /// not expired, and whose attachment is `user`'s. A presigned URL names
+    /// an object, not its owner: the record says whose it is. Read before
+    /// the (synchronous) validation judges each URL in its rule's turn.
+    pub async fn verified_bucket_urls(
+        &self,
+        store: &dyn crate::store::Store,
+        body: &[u8],
+        user: &str,
+        now_s: i64,
+    ) -> Result<Vec<String>, crate::Error> {
         let Some(bucket) = &self.bucket else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let Ok(body) = std::str::from_utf8(body) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
-        let base = bucket.url_prefix();
-        let mut ids: Vec<String> = Vec::new();
-        for (at, _) in body.match_indices(base) {
-            let Some(id) = body.get(at + base.len()..at + base.len() + 36) else {
+        let mut verified: Vec<String> = Vec::new();
+        for (at, _) in body.match_indices(bucket.url_prefix()) {
+            let rest = &body[at..];
+            let url = &rest[..rest.find('"').unwrap_or(rest.len())];
+            if verified.iter().any(|v| v == url) {
+                continue;
+            }
+            let Some(id) = bucket.verify_url(url, now_s).await else {
                 continue;
             };
-            if is_id(id) && !ids.iter().any(|known| known == id) {
-                ids.push(id.to_owned());
+            if store
+                .attachment(&id)
+                .await?
+                .is_some_and(|record| record.user_id == user)
+            {
+                verified.push(url.to_owned());
             }
         }
-        ids
+        Ok(verified)
     }
 
     fn mac(&self, id: &str, user: &str, exp: i64) -> HmacSha256 {
