@@ -164,6 +164,10 @@ impl<'m> Engine<'m> {
     /// Runs until the queue closes and every call has ended.
     pub(crate) fn run(mut self, jobs: &mpsc::Receiver<Job>) {
         loop {
+            if self.shared.unloading.load(Ordering::Acquire) {
+                self.unload();
+                return;
+            }
             self.intake(jobs);
             self.reap();
             self.admit();
@@ -178,6 +182,21 @@ impl<'m> Engine<'m> {
             // Woken by a new call, a reader taking an event, or a reader
             // leaving (`LocalModel::stream`).
             std::thread::park();
+        }
+    }
+
+    /// Every call, running or waiting, ends with an error its reader sees.
+    fn unload(&mut self) {
+        let unloaded = || Err(Error::Local("the model was unloaded".into()));
+        for sequence in &mut self.sequences {
+            if let Some(call) = sequence.call.take()
+                && !call.done
+            {
+                let _ = call.job.events.try_send(unloaded());
+            }
+        }
+        for job in self.waiting.drain(..) {
+            let _ = job.events.try_send(unloaded());
         }
     }
 

@@ -134,6 +134,8 @@ struct Shared {
     queued: AtomicUsize,
     /// The sequences after the last step that changed them.
     sequences: tokio::sync::watch::Sender<Vec<SequenceState>>,
+    /// The model is being dropped: the engine ends every call now.
+    unloading: std::sync::atomic::AtomicBool,
 }
 
 /// One call, waiting or running.
@@ -158,6 +160,9 @@ pub struct LocalModel {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     /// The engine thread, woken when there is something for it.
     engine: std::thread::Thread,
+    /// Joined on drop: llama.cpp's globals are torn down at process exit,
+    /// and a forward pass still running then crashes the process.
+    running: Option<std::thread::JoinHandle<()>>,
     seeds: AtomicU32,
     shared: Arc<Shared>,
 }
@@ -201,6 +206,7 @@ impl LocalModel {
             counters: Counters::default(),
             queued: AtomicUsize::new(0),
             sequences: tokio::sync::watch::Sender::new(Vec::new()),
+            unloading: std::sync::atomic::AtomicBool::new(false),
         });
         let (ready, made) = mpsc::channel::<Result<(), Error>>();
         let engine = {
@@ -237,6 +243,7 @@ impl LocalModel {
             config,
             jobs: Mutex::new(Some(jobs)),
             engine: engine.thread().clone(),
+            running: Some(engine),
             seeds: AtomicU32::new(0x5eed),
             shared,
         })
@@ -305,11 +312,17 @@ impl LocalModel {
 
 impl Drop for LocalModel {
     fn drop(&mut self) {
-        // Closing the queue ends the engine once its calls are over.
+        // Calls still streaming end with an error rather than hold the
+        // drop for up to their `max_tokens`; the engine ends between two
+        // forward passes, and is waited for.
+        self.shared.unloading.store(true, Ordering::Release);
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.take();
         }
         self.engine.unpark();
+        if let Some(running) = self.running.take() {
+            let _ = running.join();
+        }
     }
 }
 
