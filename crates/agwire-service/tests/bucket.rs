@@ -15,10 +15,9 @@ use agwire_llm::{ChatMessage, ChatModel, ScriptedModel, ScriptedReply};
 use agwire_service::auth::{Auth, sign_jwt};
 use agwire_service::brain::llm::LlmBrain;
 use agwire_service::{BuiltinAgent, Config};
-use agwire_testkit::s3::{ACCESS_KEY_ID, BUCKET, SECRET_ACCESS_KEY, SeaweedFs};
-use common::{body, events, start, start_brain_with};
-use futures_util::TryStreamExt;
-use object_store::{ObjectStore, ObjectStoreExt};
+use agwire_testkit::s3::{BUCKET, SeaweedFs};
+use common::{body, bucket_client, events, objects, start, start_brain_with};
+use object_store::ObjectStoreExt;
 use serde_json::{Value, json};
 
 /// A PNG by its signature (the service judges types by the bytes).
@@ -26,39 +25,9 @@ const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR bucket pixels";
 
 /// The service's configuration for a fresh prefix of `weed`'s bucket.
 fn config(weed: &SeaweedFs) -> (Config, String) {
-    let prefix = format!("t-{}", uuid::Uuid::new_v4().simple());
     let mut config = Config::default();
-    config.attachments.url = Some(format!("s3://{BUCKET}/{prefix}"));
-    config.attachments.endpoint = Some(weed.endpoint.clone());
-    config.attachments.access_key_id = Some(ACCESS_KEY_ID.into());
-    config.attachments.secret_access_key = Some(SECRET_ACCESS_KEY.into());
+    let prefix = common::use_bucket(weed, &mut config);
     (config, prefix)
-}
-
-/// The bucket as a client of its own sees it (to list what is there).
-fn bucket_client(weed: &SeaweedFs) -> object_store::aws::AmazonS3 {
-    object_store::aws::AmazonS3Builder::new()
-        .with_endpoint(&weed.endpoint)
-        .with_allow_http(true)
-        .with_bucket_name(BUCKET)
-        .with_region("us-east-1")
-        .with_access_key_id(ACCESS_KEY_ID)
-        .with_secret_access_key(SECRET_ACCESS_KEY)
-        .build()
-        .unwrap()
-}
-
-/// The object names under `prefix`.
-async fn objects(weed: &SeaweedFs, prefix: &str) -> Vec<String> {
-    let client = bucket_client(weed);
-    let mut names: Vec<String> = client
-        .list(Some(&object_store::path::Path::from(prefix)))
-        .map_ok(|meta| meta.location.to_string())
-        .try_collect()
-        .await
-        .unwrap();
-    names.sort();
-    names
 }
 
 fn token(user: &str) -> String {

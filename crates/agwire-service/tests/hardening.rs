@@ -162,7 +162,13 @@ fn png(bytes: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multipart_uploads_take_the_whole_limit_and_larger_ones_get_a_413() {
-    let addr = common::serve().await;
+    let server = common::start(
+        &agwire_service::Config::default(),
+        agwire_service::BuiltinAgent::default(),
+        agwire_service::auth::Auth::none(),
+    )
+    .await;
+    let addr = server.addr;
     let url = format!("http://{addr}/api/v1/agent/attachments");
     let form = |size: usize| {
         reqwest::multipart::Form::new().part(
@@ -210,6 +216,11 @@ async fn multipart_uploads_take_the_whole_limit_and_larger_ones_get_a_413() {
         response.json::<Value>().await.unwrap(),
         json!({"detail": "attachment exceeds size limit"})
     );
+    // In a bucket: the two images; the refused ones, streamed in
+    // parts until they passed the limit, became no object.
+    if server.bucket.is_some() {
+        assert_eq!(server.objects().await.len(), 2);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

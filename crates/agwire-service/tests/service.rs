@@ -487,7 +487,13 @@ const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR fake but signed-by-bytes";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attachments_upload_sign_verify_and_reappear_freshly_signed_in_history() {
-    let addr = serve().await;
+    let server = common::start(
+        &agwire_service::Config::default(),
+        BuiltinAgent::default(),
+        agwire_service::auth::Auth::none(),
+    )
+    .await;
+    let addr = server.addr;
     let client = reqwest::Client::new();
     let uploads = format!("http://{addr}/api/v1/agent/attachments");
     let raw: Value = client
@@ -503,16 +509,14 @@ async fn attachments_upload_sign_verify_and_reappear_freshly_signed_in_history()
     assert_eq!(raw["mimeType"], "image/png");
     assert_eq!(raw["size"], PNG.len());
     let url = raw["url"].as_str().unwrap().to_owned();
-    assert!(
-        url.starts_with(&format!("http://{addr}/api/v1/agent/attachments/")),
-        "{url}"
-    );
-    // The URL serves the bytes; a tampered one is refused.
+    assert!(url.starts_with(&server.attachment_urls()), "{url}");
+    // The URL serves the bytes (the service, or the bucket itself); a
+    // tampered one is refused.
     let fetched = client.get(&url).send().await.unwrap();
     assert_eq!(fetched.status().as_u16(), 200);
     assert_eq!(fetched.headers()["content-type"], "image/png");
     assert_eq!(fetched.bytes().await.unwrap().as_ref(), PNG);
-    let tampered = url.replace("exp=", "exp=9");
+    let tampered = common::with_later_expiry(&url);
     assert_eq!(
         client
             .get(&tampered)
@@ -548,6 +552,10 @@ async fn attachments_upload_sign_verify_and_reappear_freshly_signed_in_history()
         .await
         .unwrap();
     assert_eq!(pdf.status().as_u16(), 415);
+    // In a bucket: the two images, and nothing of the refused upload.
+    if server.bucket.is_some() {
+        assert_eq!(server.objects().await.len(), 2);
+    }
 
     // A run with the signed URL is accepted; history shows a freshly signed one.
     let thread = uuid::Uuid::new_v4().to_string();

@@ -8,7 +8,9 @@
 //! valid log, exactly the runs the killed replica was executing ended
 //! `server_restart`, the streams it served resumed on the others, every
 //! client saw each event exactly once, and every user message is in its
-//! thread exactly once.
+//! thread exactly once. With `AGWIRE_TEST_ATTACHMENTS=bucket` (the test
+//! command's bucket pass) the replicas keep their attachments in one
+//! SeaweedFS bucket.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use agwire_client::core::{DecodeMode, Event};
 use agwire_testkit::pg::PgDatabase;
+use agwire_testkit::s3::{BUCKET, SeaweedFs};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
@@ -156,12 +159,27 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
     )
     .unwrap();
     let config = config.to_str().unwrap().to_owned();
+    let mut env = vec![("AGWIRE_DATABASE_URL", database.url.clone())];
+    let weed = if std::env::var("AGWIRE_TEST_ATTACHMENTS").as_deref() == Ok("bucket") {
+        let weed = SeaweedFs::start().expect("AGWIRE_TEST_ATTACHMENTS=bucket needs SeaweedFS");
+        env.extend(weed.env());
+        let prefix = uuid::Uuid::new_v4().simple();
+        env.push(("AGWIRE_ATTACHMENTS_URL", format!("s3://{BUCKET}/{prefix}")));
+        eprintln!(
+            "attachments under test: {}/{BUCKET}/{prefix}",
+            weed.endpoint
+        );
+        Some(weed)
+    } else {
+        None
+    };
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut replicas: Vec<Serve> = (0..3)
         .map(|_| {
             serve(
                 &data_dir("replica"),
                 &["--config", &config, "--builtin-token-delay-ms", "15"],
-                &[("AGWIRE_DATABASE_URL", database.url.as_str())],
+                &env,
             )
         })
         .collect();
@@ -200,7 +218,8 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
     .unwrap();
 
     // An image uploaded to one replica is served, by its signed URL, by
-    // another.
+    // another — or, in a bucket, by the bucket, and a run with it is
+    // accepted by another.
     let png = b"\x89PNG\r\n\x1a\n a tiny picture".to_vec();
     let uploaded: Value = client
         .post(format!("{}/api/v1/agent/attachments", bases[0]))
@@ -213,14 +232,36 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
         .await
         .unwrap();
     let signed = uploaded["url"].as_str().unwrap();
-    let path = &signed[signed.find("/api/").unwrap()..];
-    let fetched = client
-        .get(format!("{}{path}", bases[1]))
+    let fetched = match &weed {
+        Some(weed) => {
+            assert!(signed.starts_with(&weed.endpoint), "{uploaded}");
+            client.get(signed).send().await.unwrap()
+        }
+        None => {
+            let path = &signed[signed.find("/api/").unwrap()..];
+            client
+                .get(format!("{}{path}", bases[1]))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(fetched.status().as_u16(), 200, "{uploaded}");
+    assert_eq!(fetched.bytes().await.unwrap().as_ref(), png.as_slice());
+    let mut with_image = body(&uuid::Uuid::new_v4().to_string(), "with-image", "x");
+    with_image["messages"][0]["content"] = serde_json::json!([
+        {"type": "text", "text": "what is this?"},
+        {"type": "binary", "mimeType": "image/png", "url": signed}
+    ]);
+    let accepted = client
+        .post(format!("{}/api/v1/agent/runs", bases[1]))
+        .json(&with_image)
         .send()
         .await
         .unwrap();
-    assert_eq!(fetched.status().as_u16(), 200, "{uploaded}");
-    assert_eq!(fetched.bytes().await.unwrap().as_ref(), png.as_slice());
+    assert_eq!(accepted.status().as_u16(), 202);
+    let ran = wait_terminal(&client, &bases[0], "with-image").await;
+    assert_eq!(ran["status"], "succeeded", "{ran}");
 
     // Posted round-robin; each followed from the next replica.
     let mut accepted: BTreeMap<String, String> = BTreeMap::new(); // run -> thread

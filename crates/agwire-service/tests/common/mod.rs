@@ -1,7 +1,9 @@
 //! Helpers of the service tests: a real server on loopback over a fresh
 //! database — SQLite, or PostgreSQL with `AGWIRE_TEST_STORE=postgres` (the
-//! test command runs the service tests both ways) — requests, and the SSE
-//! log as `(seq, event)` pairs.
+//! test command runs the service tests both ways) — with its attachments
+//! beside the database, or with `AGWIRE_TEST_ATTACHMENTS=bucket` in a
+//! SeaweedFS bucket of its own (the test command's bucket pass); requests,
+//! and the SSE log as `(seq, event)` pairs.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -22,6 +24,7 @@ use agwire_service::{BuiltinAgent, Config, Service};
 use serde_json::{Value, json};
 
 use agwire_testkit::pg::PgDatabase;
+use agwire_testkit::s3::{ACCESS_KEY_ID, BUCKET, SECRET_ACCESS_KEY, SeaweedFs};
 
 /// A service running in this process, served over real HTTP.
 pub struct Server {
@@ -31,11 +34,88 @@ pub struct Server {
     /// Its database (kept after the test: the served service outlives this
     /// handle).
     pub database: Database,
+    /// Its attachments' bucket, in the bucket pass: the object store and
+    /// the prefix the service writes under (stopped with this handle).
+    pub bucket: Option<(SeaweedFs, String)>,
+}
+
+impl Server {
+    /// What the URLs of its uploads start with: its own attachment route,
+    /// or the bucket's objects.
+    pub fn attachment_urls(&self) -> String {
+        match &self.bucket {
+            Some((weed, prefix)) => format!("{}/{BUCKET}/{prefix}/", weed.endpoint),
+            None => format!("http://{}/api/v1/agent/attachments/", self.addr),
+        }
+    }
+
+    /// The names of the objects in its bucket (none without one).
+    pub async fn objects(&self) -> Vec<String> {
+        match &self.bucket {
+            Some((weed, prefix)) => objects(weed, prefix).await,
+            None => Vec::new(),
+        }
+    }
+}
+
+/// `url`, an attachment URL of either kind, claiming a later expiry than
+/// it was signed with (ours: `exp=`, SigV4's: `X-Amz-Expires=`).
+pub fn with_later_expiry(url: &str) -> String {
+    let tampered = url
+        .replace("exp=", "exp=9")
+        .replace("X-Amz-Expires=", "X-Amz-Expires=9");
+    assert_ne!(tampered, url, "no expiry in {url}");
+    tampered
 }
 
 /// Whether the service tests run on PostgreSQL.
 pub fn on_postgres() -> bool {
     std::env::var("AGWIRE_TEST_STORE").as_deref() == Ok("postgres")
+}
+
+/// Whether every service of the tests keeps its attachments in a bucket
+/// (`AGWIRE_TEST_ATTACHMENTS=bucket`: a SeaweedFS of its own each).
+pub fn in_bucket() -> bool {
+    std::env::var("AGWIRE_TEST_ATTACHMENTS").as_deref() == Ok("bucket")
+}
+
+/// `config` with its attachments under a fresh prefix of `weed`'s bucket;
+/// the prefix.
+pub fn use_bucket(weed: &SeaweedFs, config: &mut Config) -> String {
+    let prefix = format!("t-{}", uuid::Uuid::new_v4().simple());
+    config.attachments.url = Some(format!("s3://{BUCKET}/{prefix}"));
+    config.attachments.endpoint = Some(weed.endpoint.clone());
+    config.attachments.access_key_id = Some(ACCESS_KEY_ID.into());
+    config.attachments.secret_access_key = Some(SECRET_ACCESS_KEY.into());
+    prefix
+}
+
+/// The bucket as a client of its own sees it (to list what is there).
+pub fn bucket_client(weed: &SeaweedFs) -> object_store::aws::AmazonS3 {
+    object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(&weed.endpoint)
+        .with_allow_http(true)
+        .with_bucket_name(BUCKET)
+        .with_region("us-east-1")
+        .with_access_key_id(ACCESS_KEY_ID)
+        .with_secret_access_key(SECRET_ACCESS_KEY)
+        .build()
+        .unwrap()
+}
+
+/// The object names under `prefix`, sorted.
+pub async fn objects(weed: &SeaweedFs, prefix: &str) -> Vec<String> {
+    use futures_util::TryStreamExt;
+    use object_store::ObjectStore;
+    let client = bucket_client(weed);
+    let mut names: Vec<String> = client
+        .list(Some(&object_store::path::Path::from(prefix)))
+        .map_ok(|meta| meta.location.to_string())
+        .try_collect()
+        .await
+        .unwrap();
+    names.sort();
+    names
 }
 
 /// A test's database: SQLite in its data directory, or — with
@@ -168,6 +248,23 @@ pub async fn start_on(
     auth: Auth,
     setup: impl FnOnce(Service) -> Service,
 ) -> Server {
+    // The bucket pass: a bucket for a service that was given none.
+    let mut config = config.clone();
+    let weed = if in_bucket() && config.attachments.url.is_none() {
+        let weed = tokio::task::spawn_blocking(SeaweedFs::start)
+            .await
+            .unwrap()
+            .expect("AGWIRE_TEST_ATTACHMENTS=bucket needs SeaweedFS (AGWIRE_TEST_WEED)");
+        let prefix = use_bucket(&weed, &mut config);
+        eprintln!(
+            "attachments under test: {}/{BUCKET}/{prefix}",
+            weed.endpoint
+        );
+        Some((weed, prefix))
+    } else {
+        None
+    };
+    let config = &config;
     // The configured bucket, as `agwire serve` opens it.
     let bucket = match &config.attachments.url {
         Some(url) => Some(Arc::new(
@@ -194,6 +291,7 @@ pub async fn start_on(
         service,
         dir,
         database,
+        bucket: weed,
     }
 }
 
