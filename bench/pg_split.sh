@@ -13,6 +13,7 @@ PG=${AGWIRE_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 source scripts/build-env.sh
 BIN=${AGWIRE_BIN:-${CARGO_TARGET_DIR:-./target}/$CARGO_BUILD_TARGET/release/agwire}
 cargo build --release -q -p agwire --bin agwire
+command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 WORK=$(mktemp -d)
 DB="agwire_split_$RANDOM$RANDOM"
 PIDS=()
