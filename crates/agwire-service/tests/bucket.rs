@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agwire_client::core::Event;
-use agwire_llm::{ChatMessage, ChatModel, ScriptedModel, ScriptedReply};
+use agwire_llm::{ChatModel, ScriptedModel, ScriptedReply};
 use agwire_service::auth::{Auth, sign_jwt};
 use agwire_service::brain::llm::LlmBrain;
 use agwire_service::{BuiltinAgent, Config};
@@ -246,25 +246,8 @@ async fn a_run_takes_its_users_presigned_url_and_the_model_sees_the_image() {
     let mine = post_as(addr, Some("alice"), &with_image(&thread, "a1", url)).await;
     assert_eq!(mine.status().as_u16(), 202);
     common::wait_status_as(addr, "a1", "succeeded", &token("alice")).await;
-    use base64::Engine;
-    let expected = format!(
-        "data:image/png;base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(PNG)
-    );
-    let worker = model
-        .requests()
-        .into_iter()
-        .rfind(|r| !r.json_mode)
-        .unwrap();
-    let parts = worker
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            ChatMessage::User { content } => Some(content.clone()),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(parts[1], agwire_llm::UserPart::ImageUrl(expected));
+    let parts = common::worker_user_parts(&model);
+    assert_eq!(parts[1], common::png_data_url(PNG));
 
     // History hands out a fresh presigned URL, which serves the image.
     let history: Value = reqwest::Client::new()

@@ -360,29 +360,11 @@ async fn the_model_sees_the_users_image() {
         202
     );
     events(server.addr, "img", None).await;
-    use base64::Engine;
-    let expected = format!(
-        "data:image/png;base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(PNG)
-    );
-    let worker = model
-        .requests()
-        .into_iter()
-        .rfind(|r| !r.json_mode)
-        .unwrap();
-    let parts = worker
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            ChatMessage::User { content } => Some(content.clone()),
-            _ => None,
-        })
-        .unwrap();
     assert_eq!(
-        parts,
+        common::worker_user_parts(&model),
         [
             agwire_llm::UserPart::Text("这张图片里的内容是什么?".into()),
-            agwire_llm::UserPart::ImageUrl(expected)
+            common::png_data_url(PNG)
         ]
     );
 }

@@ -68,6 +68,33 @@ pub fn with_later_expiry(url: &str) -> String {
     tampered
 }
 
+/// The content of the first user message of the last worker (not
+/// router) request `model` was given.
+pub fn worker_user_parts(model: &agwire_llm::ScriptedModel) -> Vec<agwire_llm::UserPart> {
+    let worker = model
+        .requests()
+        .into_iter()
+        .rfind(|r| !r.json_mode)
+        .unwrap();
+    worker
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            agwire_llm::ChatMessage::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+/// `image` as the model receives it: a PNG data URL.
+pub fn png_data_url(image: &[u8]) -> agwire_llm::UserPart {
+    use base64::Engine;
+    agwire_llm::UserPart::ImageUrl(format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(image)
+    ))
+}
+
 /// Whether the service tests run on PostgreSQL.
 pub fn on_postgres() -> bool {
     std::env::var("AGWIRE_TEST_STORE").as_deref() == Ok("postgres")
