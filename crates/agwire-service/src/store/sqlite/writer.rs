@@ -12,11 +12,21 @@
 //! `synchronous = NORMAL`: durable across a crash of the process; a power
 //! loss may lose the last commits, as with every WAL database at that
 //! level).
+//!
+//! A call made while no other is in flight does not go to the thread: the
+//! caller runs it on the connection itself, in a transaction of its own
+//! (there is nothing to group it with). Why: handing the call to the
+//! thread and its answer back costs two thread wake-ups, and those, not
+//! SQLite, were most of a streamed token's latency (a lone run's appends
+//! are exactly such calls). Under load calls overlap, and they go to the
+//! thread and are grouped as before. A lone call never waits: if another
+//! connection holds SQLite's write lock, it goes to the thread instead.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Mutex, PoisonError};
 
 use rusqlite::{Connection, Transaction};
 use tokio::sync::oneshot;
@@ -73,8 +83,36 @@ impl<T: Send> Reply for Pending<T> {
 #[derive(Debug, Clone)]
 pub(super) struct Writer {
     work: std_mpsc::Sender<Work>,
+    shared: Arc<Shared>,
     _checkpointer: std::sync::Arc<Stop>,
 }
+
+/// What the thread and the callers share.
+#[derive(Debug)]
+struct Shared {
+    /// The write connection: the thread holds it for a batch, a lone call
+    /// for its own transaction.
+    connection: Mutex<Connection>,
+    /// Calls made and not yet answered (a lone call is one with none
+    /// beside it).
+    in_flight: AtomicUsize,
+    /// Set by the checkpointer: the thread's next batch starts the WAL
+    /// over (see `checkpoint`), so calls go to the thread until it has.
+    restart: AtomicBool,
+}
+
+/// Counts a call in flight until it is answered (or its caller gives up).
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// How long the thread waits for SQLite's write lock when another
+/// connection (the pool's rare writes) holds it.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Stops the checkpointer when the last handle goes.
 #[derive(Debug)]
@@ -150,29 +188,46 @@ impl Writer {
         // long tail of a token's latency. The checkpointer does it beside.
         connection.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; \
+             PRAGMA foreign_keys = ON; \
              PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864;",
         )?;
+        connection.busy_timeout(BUSY_TIMEOUT)?;
         let checkpoints = Connection::open(path)?;
         checkpoints.execute_batch("PRAGMA busy_timeout = 10000;")?;
         let (work, queue) = std_mpsc::channel::<Work>();
-        let restart = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared {
+            connection: Mutex::new(connection),
+            in_flight: AtomicUsize::new(0),
+            restart: AtomicBool::new(false),
+        });
         std::thread::Builder::new()
             .name("agwire-sqlite-writer".into())
             .spawn({
-                let restart = restart.clone();
-                move || run(connection, &queue, &restart)
+                let shared = shared.clone();
+                move || run(&shared, &queue)
             })
             .map_err(|e| Error::Internal(format!("could not start the SQLite writer: {e}")))?;
         let (stop, stopped) = std_mpsc::channel::<()>();
         std::thread::Builder::new()
             .name("agwire-sqlite-checkpoint".into())
-            .spawn(move || checkpoint(&checkpoints, &stopped, &restart, period, restart_frames))
+            .spawn({
+                let shared = shared.clone();
+                move || {
+                    checkpoint(
+                        &checkpoints,
+                        &stopped,
+                        &shared.restart,
+                        period,
+                        restart_frames,
+                    );
+                }
+            })
             .map_err(|e| {
                 Error::Internal(format!("could not start the SQLite checkpointer: {e}"))
             })?;
         Ok(Self {
             work,
+            shared,
             _checkpointer: std::sync::Arc::new(Stop { _sender: stop }),
         })
     }
@@ -191,12 +246,25 @@ impl Writer {
     pub(super) async fn call_or_undo<T, F>(
         &self,
         work: F,
-        undo: Option<Undo<T>>,
+        mut undo: Option<Undo<T>>,
     ) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T, Error> + Send + 'static,
     {
+        let lone = self.shared.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
+        let _in_flight = InFlight(&self.shared.in_flight);
+        let work = if lone && !self.shared.restart.load(Ordering::Relaxed) {
+            match self.try_alone(work, undo) {
+                Ok(done) => return done,
+                Err((work, again)) => {
+                    undo = again;
+                    work
+                }
+            }
+        } else {
+            work
+        };
         let (to, answer) = oneshot::channel();
         let unit: Work = Box::new(move |tx| {
             Box::new(Pending {
@@ -215,14 +283,81 @@ impl Writer {
     }
 }
 
+/// Why a lone call went to the thread after all.
+type NotAlone<T, F> = (F, Option<Undo<T>>);
+
+impl Writer {
+    /// Runs a lone call on the connection here, in a transaction of its
+    /// own; gives the call back when the connection or SQLite's write lock
+    /// is taken (it then goes to the thread, which waits for them).
+    fn try_alone<T, F>(
+        &self,
+        work: F,
+        undo: Option<Undo<T>>,
+    ) -> Result<Result<T, Error>, NotAlone<T, F>>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<T, Error>,
+    {
+        let Ok(connection) = self.shared.connection.try_lock() else {
+            return Err((work, undo));
+        };
+        // Never wait here for another connection's write: that would hold
+        // this task's worker thread.
+        if connection.busy_timeout(std::time::Duration::ZERO).is_err() {
+            return Err((work, undo));
+        }
+        // (`new_unchecked`: a shared borrow, so the busy timeout can be
+        // set back beside it; the guard is this call's alone.)
+        let Ok(tx) =
+            Transaction::new_unchecked(&connection, rusqlite::TransactionBehavior::Immediate)
+        else {
+            let _ = connection.busy_timeout(BUSY_TIMEOUT);
+            return Err((work, undo));
+        };
+        // As in a batch: a panicking call fails alone, and its caller gets
+        // an error.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&tx)))
+            .unwrap_or_else(|_| {
+                tracing::error!("a write panicked; it is undone");
+                Err(Error::Internal("the write could not be committed".into()))
+            });
+        let done = match result {
+            Err(error) => {
+                // (Dropping the transaction rolls it back.)
+                drop(tx);
+                Err(error)
+            }
+            Ok(done) => match tx.commit() {
+                Ok(()) => Ok(done),
+                Err(why) => {
+                    if let Some(undo) = undo {
+                        undo(&done);
+                    }
+                    Err(Error::Internal(format!("commit failed: {why}")))
+                }
+            },
+        };
+        if let Err(error) = connection.busy_timeout(BUSY_TIMEOUT) {
+            tracing::warn!(%error, "could not restore the writer's busy timeout");
+        }
+        Ok(done)
+    }
+}
+
 /// The thread: take what is queued, run it in one transaction, commit,
 /// answer; until every handle is dropped.
-fn run(mut connection: Connection, queue: &std_mpsc::Receiver<Work>, restart: &AtomicBool) {
+fn run(shared: &Shared, queue: &std_mpsc::Receiver<Work>) {
     let mut batch: Vec<Work> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = queue.recv() {
+        // (A call that panicked held it: SQLite rolled its transaction
+        // back; the connection is sound.)
+        let mut connection = shared
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         // The WAL's last frames copied with no write in between: the batch
         // below starts the WAL over (see `checkpoint`).
-        if restart.swap(false, Ordering::Relaxed)
+        if shared.restart.swap(false, Ordering::Relaxed)
             && let Err(error) = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE);")
         {
             tracing::warn!(%error, "WAL checkpoint failed");
@@ -236,6 +371,8 @@ fn run(mut connection: Connection, queue: &std_mpsc::Receiver<Work>, restart: &A
         }
         let mut replies: Vec<Box<dyn Reply>> = Vec::with_capacity(batch.len());
         let committed = commit_batch(&mut connection, &mut batch, &mut replies);
+        // Its callers may make their next calls alone.
+        drop(connection);
         for reply in replies {
             reply.send(committed.clone());
         }
@@ -364,6 +501,130 @@ mod tests {
             "the WAL grew to {largest} bytes: it was never started over"
         );
         drop(writer);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A database file for a writer, and the path to open it beside.
+    fn file() -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("agwire-writer-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("w.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (v INTEGER NOT NULL);")
+            .unwrap();
+        (dir, path)
+    }
+
+    /// Which thread a call ran on, with its row written.
+    fn insert_on(v: i64) -> impl FnOnce(&Transaction<'_>) -> Result<String, Error> + Send {
+        move |tx| {
+            tx.execute("INSERT INTO t (v) VALUES (?1)", [v])?;
+            Ok(std::thread::current().name().unwrap_or("").to_owned())
+        }
+    }
+
+    /// A lone call runs on its caller's thread; a call made while another is
+    /// in flight goes to the writer's thread (and waits there for the
+    /// connection); both commit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lone_call_runs_where_it_is_made_and_calls_side_by_side_go_to_the_writer() {
+        let (dir, path) = file();
+        let writer = Writer::open(&path).unwrap();
+        let (entered, is_entered) = std_mpsc::channel();
+        let (release, released) = std_mpsc::channel::<()>();
+        let lone = tokio::spawn({
+            let writer = writer.clone();
+            async move {
+                writer
+                    .call(move |tx| {
+                        tx.execute("INSERT INTO t (v) VALUES (1)", [])?;
+                        entered.send(()).unwrap();
+                        released.recv().unwrap();
+                        Ok(std::thread::current().name().unwrap_or("").to_owned())
+                    })
+                    .await
+            }
+        });
+        is_entered
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap();
+        // The first call is in flight (it holds the connection): this one
+        // goes to the thread.
+        let beside = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.call(insert_on(2)).await }
+        });
+        // Released once the second call counts itself in flight (it then
+        // goes to the thread whatever the first one does next).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while writer.shared.in_flight.load(Ordering::Acquire) < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the second call never started"
+            );
+            std::thread::yield_now();
+        }
+        release.send(()).unwrap();
+        // The lone call ran on the tokio worker that made it.
+        assert_eq!(lone.await.unwrap().unwrap(), "tokio-runtime-worker");
+        assert_eq!(beside.await.unwrap().unwrap(), "agwire-sqlite-writer");
+        let connection = Connection::open(&path).unwrap();
+        assert_eq!(values(&connection), [1, 2]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A lone call that fails or panics is undone and answered with an
+    /// error; the next lone call commits.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lone_call_that_fails_or_panics_is_undone() {
+        let (dir, path) = file();
+        let writer = Writer::open(&path).unwrap();
+        let failed = writer
+            .call(|tx| {
+                tx.execute("INSERT INTO t (v) VALUES (1)", [])?;
+                Err::<(), _>(Error::ThreadBusy)
+            })
+            .await;
+        assert!(matches!(failed, Err(Error::ThreadBusy)));
+        let panicked = writer
+            .call(|tx| -> Result<(), Error> {
+                tx.execute("INSERT INTO t (v) VALUES (2)", []).unwrap();
+                panic!("a bug in one call");
+            })
+            .await;
+        assert!(panicked.is_err());
+        // On this (the caller's) thread: it ran alone.
+        assert_ne!(
+            writer.call(insert_on(3)).await.unwrap(),
+            "agwire-sqlite-writer"
+        );
+        assert_eq!(values(&Connection::open(&path).unwrap()), [3]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A lone call never waits for another connection's write lock on its
+    /// caller's thread: it goes to the writer's thread, which waits, and
+    /// commits once the lock is free.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lone_call_blocked_by_another_connection_goes_to_the_writer() {
+        let (dir, path) = file();
+        let writer = Writer::open(&path).unwrap();
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let call = writer.call(insert_on(1));
+        tokio::pin!(call);
+        // Polled once: had it waited for the lock here, this poll would
+        // not return until SQLite's busy timeout, and then with the call
+        // done on this thread.
+        tokio::select! {
+            biased;
+            done = &mut call => panic!("the call ended while the lock was held: {done:?}"),
+            () = std::future::ready(()) => {}
+        }
+        other.execute_batch("COMMIT").unwrap();
+        assert_eq!(call.await.unwrap(), "agwire-sqlite-writer");
+        assert_eq!(values(&other), [1]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
