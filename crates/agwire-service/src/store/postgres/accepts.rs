@@ -17,6 +17,13 @@
 //! replica, two first posts of one runId racing) wrote nothing: its calls
 //! go again one by one ([`super::runs::accept_alone`]), and only a bad one
 //! fails.
+//!
+//! A run accepted but not started here (this replica is at its limit, or
+//! holds no `start`) is announced to every replica once its batch has
+//! committed, by [`super::Runnable`]: not by a `NOTIFY` inside the accept's
+//! transaction, which would take PostgreSQL's one notify lock (held until
+//! the commit's WAL flush is done) and so line up every accepting commit of
+//! every replica behind one another.
 
 use std::sync::Arc;
 
@@ -82,6 +89,8 @@ struct Lane {
     replica: Arc<str>,
     lease_ms: i64,
     queue: Mutex<mpsc::Receiver<Call>>,
+    /// Tells every replica of runs accepted and not started.
+    runnable: super::Runnable,
     stop: CancellationToken,
 }
 
@@ -91,6 +100,7 @@ impl Accepts {
         pool: PgPool,
         replica: Arc<str>,
         lease_ms: i64,
+        runnable: super::Runnable,
         stop: CancellationToken,
     ) -> Self {
         let (calls, queue) = mpsc::channel(4 * MAX_BATCH);
@@ -99,6 +109,7 @@ impl Accepts {
             replica,
             lease_ms,
             queue: Mutex::new(queue),
+            runnable,
             stop,
         });
         for _ in 0..LANES {
@@ -144,9 +155,14 @@ async fn run(lane: Arc<Lane>) {
         }
         match commit(&lane, &batch).await {
             Ok(rows) if rows.len() == batch.len() => {
+                let mut queued = false;
                 for (call, (outcome, task_id, created, waiting)) in batch.drain(..).zip(rows) {
                     let answer = answered(&call.run, &outcome, task_id, created, waiting);
+                    queued |= is_runnable(&answer);
                     let _ = call.reply.send(answer);
+                }
+                if queued {
+                    lane.runnable.announce();
                 }
             }
             Ok(rows) => {
@@ -179,8 +195,21 @@ async fn alone(lane: &Lane, calls: impl Iterator<Item = Call>) {
     for call in calls {
         let owner = call.run.start.as_ref().map(|_| &*lane.replica);
         let answer = accept_alone(&lane.pool, &call.run, owner, lane.lease_ms).await;
+        let queued = is_runnable(&answer);
         let _ = call.reply.send(answer);
+        if queued {
+            lane.runnable.announce();
+        }
     }
+}
+
+/// Whether an accept left a run that any replica may claim now: new, not
+/// started by this replica, and not waiting behind its thread's active run
+/// (that one's end announces it).
+fn is_runnable(answer: &Result<Accepted, Error>) -> bool {
+    answer
+        .as_ref()
+        .is_ok_and(|a| !a.replayed && !a.waiting && a.started.is_none())
 }
 
 /// Whether PostgreSQL undid the whole statement before anything committed:

@@ -115,7 +115,7 @@ BEGIN
         RETURN QUERY SELECT 'started'::TEXT, p_task, v_created, FALSE;
         RETURN;
     END IF;
-    PERFORM pg_notify('agwire', 'r');
+    -- (Announced by the replica after the commit, not here: see accepts.rs.)
     RETURN QUERY SELECT 'accepted'::TEXT, p_task, v_created, v_busy > 0;
 END $$;
 

@@ -14,10 +14,14 @@
 //! - a job's tick moves by compare-and-set on the tick it fired.
 //!
 //! Replicas learn of each other's work through the database itself: every
-//! transaction that appends events, accepts or ends a run, or asks for a
-//! cancel sends a `NOTIFY agwire` (delivered when it commits, in commit
-//! order), and each replica `LISTEN`s on one connection and hands them to
-//! its engine as [`Change`]s. A claimed run carries its replica's lease
+//! transaction that appends events, ends a run, or asks for a cancel sends
+//! a `NOTIFY agwire` (delivered when it commits, in commit order), and each
+//! replica `LISTEN`s on one connection and hands them to its engine as
+//! [`Change`]s. Accepts are the exception: a run accepted and not started
+//! is announced after its commit, apart ([`Runnable`]) — a `NOTIFY` takes
+//! one lock for the whole server until its transaction's commit is flushed,
+//! and with one in every accept, the accepts of all replicas committed one
+//! at a time. A claimed run carries its replica's lease
 //! (`runs.owner`, `runs.lease_until_ms`, on the database's clock), renewed
 //! every quarter lease while the run executes; a run whose lease ran out was
 //! abandoned by a replica that died, and a survivor ends it.
@@ -147,8 +151,14 @@ impl PgStore {
             stop.clone(),
         ));
         let writer = batch::Writer::start(pool.clone(), stop.clone());
-        let accepts =
-            accepts::Accepts::start(pool.clone(), replica.clone(), lease_ms, stop.clone());
+        let runnable = Runnable::start(pool.clone(), stop.clone());
+        let accepts = accepts::Accepts::start(
+            pool.clone(),
+            replica.clone(),
+            lease_ms,
+            runnable,
+            stop.clone(),
+        );
         Ok(Self {
             pool,
             replica,
@@ -238,6 +248,62 @@ async fn renew_leases(pool: PgPool, replica: Arc<str>, lease: Duration, stop: Ca
         }
     }
 }
+
+/// Announces to every replica (this one too, through its listener) that a
+/// run may be claimed: `r` on the channel, sent after the accepts that
+/// queued runs have committed. At most one goes out per
+/// [`ANNOUNCE_PERIOD`]: those asked for meanwhile go out together as the
+/// next (a dispatcher woken once claims every runnable run it has room for).
+///
+/// Each is its own short transaction, committed without waiting for its
+/// WAL flush (`synchronous_commit` off for it alone: a notification is not
+/// kept anyway), so the notify lock it takes is held for microseconds. One
+/// that fails is only late: every dispatcher also looks for runnable runs
+/// every few seconds.
+#[derive(Debug, Clone)]
+pub(super) struct Runnable {
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl Runnable {
+    fn start(pool: PgPool, stop: CancellationToken) -> Self {
+        let wake = Arc::new(tokio::sync::Notify::new());
+        tokio::spawn({
+            let wake = wake.clone();
+            async move {
+                loop {
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = wake.notified() => {}
+                    }
+                    let sent = sqlx::query(
+                        "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, 'r')",
+                    )
+                    .bind(CHANNEL)
+                    .execute(&pool)
+                    .await;
+                    if let Err(error) = sent {
+                        tracing::warn!(%error, "could not announce a runnable run");
+                    }
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = tokio::time::sleep(ANNOUNCE_PERIOD) => {}
+                    }
+                }
+            }
+        });
+        Self { wake }
+    }
+
+    /// Asks for an announcement (one is sent after this call).
+    pub(super) fn announce(&self) {
+        self.wake.notify_one();
+    }
+}
+
+/// The most often a replica announces runnable runs (a run queued by a
+/// replica at its limit waits this much longer, at most, for another).
+const ANNOUNCE_PERIOD: Duration = Duration::from_millis(10);
 
 /// Sends a notification when `tx` commits.
 async fn notify(tx: &mut sqlx::PgConnection, payload: &str) -> Result<(), Error> {
