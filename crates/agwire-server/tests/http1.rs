@@ -252,16 +252,20 @@ async fn a_client_that_stops_reading_is_reset_at_the_write_deadline() {
     );
 
     // The deadline is for each write, not the response: a client that
-    // keeps taking bytes, however slowly, keeps its stream past it.
+    // keeps taking bytes, however slowly, keeps its stream past it. (A
+    // deadline of 2 s against a read every 20 ms: the server and this
+    // reader share one thread, and a test process held off the CPU for a
+    // whole deadline by the tests beside it — 1 s was seen once — finds the
+    // write stalled before the reader gets to run.)
     let (addr, dropped) =
-        start(ServeConfig::default().write_timeout(Some(Duration::from_secs(1)))).await;
+        start(ServeConfig::default().write_timeout(Some(Duration::from_secs(2)))).await;
     let mut reader = TcpStream::connect(addr).await.unwrap();
     reader
         .write_all(b"GET /flood HTTP/1.1\r\nhost: a\r\n\r\n")
         .await
         .unwrap();
     let started = tokio::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(3) {
+    while started.elapsed() < Duration::from_secs(5) {
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(reader.read(&mut buf).await.unwrap() > 0);
     }
