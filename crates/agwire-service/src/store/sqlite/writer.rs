@@ -26,7 +26,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Mutex, PoisonError};
 
@@ -68,16 +68,25 @@ impl<T: Send> Reply for Pending<T> {
 
     fn send(self: Box<Self>, committed: Result<(), String>) {
         let Pending { result, to, undo } = *self;
-        let result = match committed {
-            Ok(()) => result,
-            Err(why) => {
-                if let (Ok(done), Some(undo)) = (&result, undo) {
-                    undo(done);
-                }
-                Err(Error::Internal(format!("commit failed: {why}")))
+        let _ = to.send(settled(result, committed, undo));
+    }
+}
+
+/// A call's answer once its transaction's fate is known: its own result
+/// when that committed; else an error, after `undo` of what it had done.
+fn settled<T>(
+    result: Result<T, Error>,
+    committed: Result<(), String>,
+    undo: Option<Undo<T>>,
+) -> Result<T, Error> {
+    match committed {
+        Ok(()) => result,
+        Err(why) => {
+            if let (Ok(done), Some(undo)) = (&result, undo) {
+                undo(done);
             }
-        };
-        let _ = to.send(result);
+            Err(Error::Internal(format!("commit failed: {why}")))
+        }
     }
 }
 
@@ -99,7 +108,7 @@ struct Shared {
     /// beside it).
     in_flight: AtomicUsize,
     /// When the last write ended, in µs since `epoch`.
-    quiet_since: std::sync::atomic::AtomicU64,
+    quiet_since: AtomicU64,
     epoch: std::time::Instant,
     /// How long without writes makes a call lone ([`QUIET`]).
     quiet: std::time::Duration,
@@ -233,7 +242,7 @@ impl Writer {
         let shared = Arc::new(Shared {
             connection: Mutex::new(connection),
             in_flight: AtomicUsize::new(0),
-            quiet_since: std::sync::atomic::AtomicU64::new(NEVER),
+            quiet_since: AtomicU64::new(NEVER),
             epoch: std::time::Instant::now(),
             quiet,
             restart: AtomicBool::new(false),
@@ -360,22 +369,15 @@ impl Writer {
                 tracing::error!("a write panicked; it is undone");
                 Err(Error::Internal("the write could not be committed".into()))
             });
-        let done = match result {
-            Err(error) => {
-                // (Dropping the transaction rolls it back.)
-                drop(tx);
-                Err(error)
-            }
-            Ok(done) => match tx.commit() {
-                Ok(()) => Ok(done),
-                Err(why) => {
-                    if let Some(undo) = undo {
-                        undo(&done);
-                    }
-                    Err(Error::Internal(format!("commit failed: {why}")))
-                }
-            },
+        let committed = if result.is_ok() {
+            tx.commit().map_err(|why| why.to_string())
+        } else {
+            // (Dropping the transaction rolls it back; the call's error is
+            // its answer.)
+            drop(tx);
+            Ok(())
         };
+        let done = settled(result, committed, undo);
         self.shared.wrote();
         if let Err(error) = connection.busy_timeout(BUSY_TIMEOUT) {
             tracing::warn!(%error, "could not restore the writer's busy timeout");
