@@ -231,7 +231,17 @@ function Shell({
     if (chatThread) setChat(pool.show(chatThread, freshThreads.has(chatThread)));
     // #/chat: the thread shown last, else the latest (then its own URL).
     else if (pool.current) location.replace(chatHash(pool.current.threadId));
-    else setChat(pool.showLatest((opened) => location.replace(chatHash(opened.threadId))));
+    else {
+      // Only while the page is still the one that asked for it: a thread
+      // opened or made meanwhile (a New thread click before the route's
+      // effect ran) is not taken back.
+      const asked = location.hash;
+      setChat(
+        pool.showLatest((opened) => {
+          if (location.hash === asked) location.replace(chatHash(opened.threadId));
+        }),
+      );
+    }
   }, [chatThread]);
   const newThread = () => {
     const id = uuid();
