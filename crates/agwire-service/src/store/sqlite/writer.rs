@@ -143,13 +143,18 @@ impl Shared {
 
     /// Whether no write ended for [`Shared::quiet`].
     fn is_quiet(&self) -> bool {
+        self.quiet_for(self.quiet)
+    }
+
+    /// Whether no write ended for `spell`.
+    fn quiet_for(&self, spell: std::time::Duration) -> bool {
         let last = self.quiet_since.load(Ordering::Relaxed);
         last == NEVER
             || self
                 .epoch
                 .elapsed()
                 .saturating_sub(std::time::Duration::from_micros(last))
-                >= self.quiet
+                >= spell
     }
 }
 
@@ -168,9 +173,41 @@ const CHECKPOINT_PERIOD: std::time::Duration = std::time::Duration::from_millis(
 /// How soon the next checkpoint follows one that found the WAL larger than
 /// [`WAL_RESTART_FRAMES`].
 const CHECKPOINT_CATCH_UP: std::time::Duration = std::time::Duration::from_millis(20);
-/// A WAL of more frames than this (4 KiB each: 64 MiB, the
-/// `journal_size_limit`) is to be started over.
+/// A WAL of more frames than this (4 KiB each: 64 MiB) is to be started
+/// over.
 const WAL_RESTART_FRAMES: i64 = 16384;
+/// A WAL file larger than this is cut back ([`trim`]) ...
+const WAL_TRIM_ABOVE: u64 = 64 << 20;
+/// ... once no write came for this long.
+const WAL_TRIM_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long the trim waits for SQLite's locks before trying again later
+/// (it holds up writes while it runs).
+const WAL_TRIM_BUSY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The writer's and checkpointer's timings and sizes (tests shrink them).
+#[derive(Debug, Clone, Copy)]
+struct Tuning {
+    /// How often the WAL is checkpointed when it is small.
+    period: std::time::Duration,
+    /// Past this many frames the WAL is started over.
+    restart_frames: i64,
+    /// How long without writes makes a call lone.
+    quiet: std::time::Duration,
+    /// Past this size the WAL file is cut back ...
+    trim_above: u64,
+    /// ... once no write came for this long.
+    trim_after: std::time::Duration,
+}
+
+impl Tuning {
+    const DEFAULT: Self = Self {
+        period: CHECKPOINT_PERIOD,
+        restart_frames: WAL_RESTART_FRAMES,
+        quiet: QUIET,
+        trim_above: WAL_TRIM_ABOVE,
+        trim_after: WAL_TRIM_AFTER,
+    };
+}
 
 /// Copies the WAL into the database beside the writer (`PASSIVE`: never
 /// waits for, nor blocks, the writer or readers), until stopped.
@@ -183,31 +220,64 @@ const WAL_RESTART_FRAMES: i64 = 16384;
 /// copying (every 20 ms: little is left for the writer) and asks the writer
 /// for the last one: between two of its transactions, it copies what came
 /// since (a pause of ~20–30 ms, mostly the `fsync`s, measured at
-/// saturation), and its next transaction starts the WAL over
-/// (`journal_size_limit` trims the file).
+/// saturation), and its next transaction starts the WAL over.
+///
+/// Starting over reuses the file from its beginning; it is not cut back
+/// then (no `journal_size_limit` on the writer): cutting tens of MiB off a
+/// file took 30–45 ms, a pause of every write at each restart, once a
+/// second at saturation — most of the end-to-end p99 (measured with `perf
+/// trace`). The file stays at the size a restart found it (the restart size
+/// plus one check period of writes), and [`trim`] cuts it back once writes
+/// stop.
 fn checkpoint(
     connection: &Connection,
     stopped: &std_mpsc::Receiver<()>,
-    restart: &AtomicBool,
-    period: std::time::Duration,
-    restart_frames: i64,
+    shared: &Shared,
+    wal: &Path,
+    tuning: Tuning,
 ) {
-    let mut wait = period;
+    let mut wait = tuning.period;
     while let Err(std_mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
         // (busy, frames in the WAL, frames copied)
         match connection.query_row("PRAGMA wal_checkpoint(PASSIVE);", [], |row| {
             row.get::<_, i64>(1)
         }) {
-            Ok(frames) if frames > restart_frames => {
-                restart.store(true, Ordering::Relaxed);
-                wait = CHECKPOINT_CATCH_UP.min(period);
+            Ok(frames) if frames > tuning.restart_frames => {
+                shared.restart.store(true, Ordering::Relaxed);
+                wait = CHECKPOINT_CATCH_UP.min(tuning.period);
             }
-            Ok(_) => wait = period,
+            Ok(_) => {
+                wait = tuning.period;
+                trim(connection, shared, wal, tuning);
+            }
             Err(error) => {
                 tracing::warn!(%error, "WAL checkpoint failed");
-                wait = period;
+                wait = tuning.period;
             }
         }
+    }
+}
+
+/// Cuts the WAL file back to nothing when it is larger than
+/// `tuning.trim_above` and no write came for `tuning.trim_after`: a
+/// `TRUNCATE` checkpoint, which holds up writes while it runs (tens of ms),
+/// so only in a quiet spell, and giving up after [`WAL_TRIM_BUSY`] if a
+/// reader or a write is in the way (the next check tries again).
+fn trim(connection: &Connection, shared: &Shared, wal: &Path, tuning: Tuning) {
+    let large = std::fs::metadata(wal).is_ok_and(|m| m.len() > tuning.trim_above);
+    if !large || !shared.quiet_for(tuning.trim_after) {
+        return;
+    }
+    let trimmed = connection.busy_timeout(WAL_TRIM_BUSY).and_then(|()| {
+        connection.query_row("PRAGMA wal_checkpoint(TRUNCATE);", [], |row| {
+            row.get::<_, i64>(0)
+        })
+    });
+    if let Err(error) = trimmed {
+        tracing::warn!(%error, "WAL trim failed");
+    }
+    if let Err(error) = connection.busy_timeout(BUSY_TIMEOUT) {
+        tracing::warn!(%error, "could not restore the checkpointer's busy timeout");
     }
 }
 
@@ -215,17 +285,11 @@ impl Writer {
     /// Opens the connection (the database exists and is migrated) and starts
     /// the thread.
     pub(super) fn open(path: &Path) -> Result<Self, Error> {
-        Self::open_with(path, CHECKPOINT_PERIOD, WAL_RESTART_FRAMES, QUIET)
+        Self::open_with(path, Tuning::DEFAULT)
     }
 
-    /// [`Writer::open`], checkpointing every `period` and starting the WAL
-    /// over past `restart_frames` frames.
-    fn open_with(
-        path: &Path,
-        period: std::time::Duration,
-        restart_frames: i64,
-        quiet: std::time::Duration,
-    ) -> Result<Self, Error> {
+    /// [`Writer::open`] with other timings and sizes.
+    fn open_with(path: &Path, tuning: Tuning) -> Result<Self, Error> {
         let connection = Connection::open(path)?;
         // The writer never checkpoints: a checkpoint (and its fsync) inside
         // a commit would hold up every run waiting on that commit — the
@@ -233,18 +297,21 @@ impl Writer {
         connection.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
              PRAGMA foreign_keys = ON; \
-             PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864;",
+             PRAGMA wal_autocheckpoint = 0;",
         )?;
         connection.busy_timeout(BUSY_TIMEOUT)?;
         let checkpoints = Connection::open(path)?;
-        checkpoints.execute_batch("PRAGMA busy_timeout = 10000;")?;
+        checkpoints.busy_timeout(BUSY_TIMEOUT)?;
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let wal = std::path::PathBuf::from(wal);
         let (work, queue) = std_mpsc::channel::<Work>();
         let shared = Arc::new(Shared {
             connection: Mutex::new(connection),
             in_flight: AtomicUsize::new(0),
             quiet_since: AtomicU64::new(NEVER),
             epoch: std::time::Instant::now(),
-            quiet,
+            quiet: tuning.quiet,
             restart: AtomicBool::new(false),
         });
         std::thread::Builder::new()
@@ -260,13 +327,7 @@ impl Writer {
             .spawn({
                 let shared = shared.clone();
                 move || {
-                    checkpoint(
-                        &checkpoints,
-                        &stopped,
-                        &shared.restart,
-                        period,
-                        restart_frames,
-                    );
+                    checkpoint(&checkpoints, &stopped, &shared, &wal, tuning);
                 }
             })
             .map_err(|e| {
@@ -504,8 +565,15 @@ mod tests {
         // 96 MiB written in all, by eight writers that each send their next
         // write as soon as the last one is answered: the writer's queue is
         // never empty.
-        let writer =
-            Writer::open_with(&path, std::time::Duration::from_millis(10), 64, QUIET).unwrap();
+        let writer = Writer::open_with(
+            &path,
+            Tuning {
+                period: std::time::Duration::from_millis(10),
+                restart_frames: 64,
+                ..Tuning::DEFAULT
+            },
+        )
+        .unwrap();
         let wal = path.with_extension("db-wal");
         let mut largest = 0;
         let writers: Vec<_> = (0..8)
@@ -552,6 +620,59 @@ mod tests {
             largest < written / 4 * 3,
             "the WAL grew to {largest} bytes: it was never started over"
         );
+        drop(writer);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A WAL file larger than the trim size is cut back once writes stop
+    /// (starting the WAL over no longer cuts it: see `checkpoint`), and the
+    /// rows are all there.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_wal_file_is_cut_back_once_writes_stop() {
+        let (dir, path) = file();
+        let writer = Writer::open_with(
+            &path,
+            Tuning {
+                period: std::time::Duration::from_millis(10),
+                trim_above: 256 << 10,
+                trim_after: std::time::Duration::from_millis(50),
+                ..Tuning::DEFAULT
+            },
+        )
+        .unwrap();
+        let wal = path.with_extension("db-wal");
+        // ~1 MiB of rows, more than the trim size.
+        for _ in 0..64 {
+            writer
+                .call(|tx| {
+                    let mut insert = tx.prepare_cached("INSERT INTO t (v) VALUES (?1)")?;
+                    for v in 0..1000 {
+                        insert.execute([v])?;
+                    }
+                    Ok(())
+                })
+                .await
+                .unwrap();
+        }
+        let grown = std::fs::metadata(&wal).unwrap().len();
+        assert!(grown > 256 << 10, "the WAL grew to {grown} bytes only");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut size = grown;
+        while size > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the WAL file stayed at {size} bytes (grown to {grown}) after writes stopped"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            size = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        }
+        let rows: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM t", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(rows, 64_000);
+        // Writes go on after the trim.
+        writer.call(insert_on(1)).await.unwrap();
         drop(writer);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -637,9 +758,10 @@ mod tests {
         // (No quiet spell asked for: these calls follow one another.)
         let writer = Writer::open_with(
             &path,
-            CHECKPOINT_PERIOD,
-            WAL_RESTART_FRAMES,
-            std::time::Duration::ZERO,
+            Tuning {
+                quiet: std::time::Duration::ZERO,
+                ..Tuning::DEFAULT
+            },
         )
         .unwrap();
         let failed = writer
