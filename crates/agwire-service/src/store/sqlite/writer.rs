@@ -219,8 +219,8 @@ impl Tuning {
 /// So once the WAL is larger than [`WAL_RESTART_FRAMES`], this keeps
 /// copying (every 20 ms: little is left for the writer) and asks the writer
 /// for the last one: between two of its transactions, it copies what came
-/// since (a pause of ~20–30 ms, mostly the `fsync`s, measured at
-/// saturation), and its next transaction starts the WAL over.
+/// since (a pause of ~10 ms at saturation, mostly its two `fsync`s), and
+/// its next transaction starts the WAL over.
 ///
 /// Starting over reuses the file from its beginning; it is not cut back
 /// then (no `journal_size_limit` on the writer): cutting tens of MiB off a
