@@ -110,8 +110,9 @@ struct Shared {
     /// When the last write ended, in µs since `epoch`.
     quiet_since: AtomicU64,
     epoch: std::time::Instant,
-    /// How long without writes makes a call lone ([`QUIET`]).
-    quiet: std::time::Duration,
+    /// Its timings and sizes (how long without writes makes a call lone,
+    /// when the checkpointer restarts and trims the WAL).
+    tuning: Tuning,
     /// Set by the checkpointer: the thread's next batch starts the WAL
     /// over (see `checkpoint`), so calls go to the thread until it has.
     restart: AtomicBool,
@@ -141,9 +142,9 @@ impl Shared {
         self.quiet_since.store(now, Ordering::Relaxed);
     }
 
-    /// Whether no write ended for [`Shared::quiet`].
+    /// Whether no write ended for `tuning.quiet`.
     fn is_quiet(&self) -> bool {
-        self.quiet_for(self.quiet)
+        self.quiet_for(self.tuning.quiet)
     }
 
     /// Whether no write ended for `spell`.
@@ -234,8 +235,8 @@ fn checkpoint(
     stopped: &std_mpsc::Receiver<()>,
     shared: &Shared,
     wal: &Path,
-    tuning: Tuning,
 ) {
+    let tuning = shared.tuning;
     let mut wait = tuning.period;
     while let Err(std_mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
         // (busy, frames in the WAL, frames copied)
@@ -248,7 +249,7 @@ fn checkpoint(
             }
             Ok(_) => {
                 wait = tuning.period;
-                trim(connection, shared, wal, tuning);
+                trim(connection, shared, wal);
             }
             Err(error) => {
                 tracing::warn!(%error, "WAL checkpoint failed");
@@ -263,7 +264,8 @@ fn checkpoint(
 /// `TRUNCATE` checkpoint, which holds up writes while it runs (tens of ms),
 /// so only in a quiet spell, and giving up after [`WAL_TRIM_BUSY`] if a
 /// reader or a write is in the way (the next check tries again).
-fn trim(connection: &Connection, shared: &Shared, wal: &Path, tuning: Tuning) {
+fn trim(connection: &Connection, shared: &Shared, wal: &Path) {
+    let tuning = shared.tuning;
     let large = std::fs::metadata(wal).is_ok_and(|m| m.len() > tuning.trim_above);
     if !large || !shared.quiet_for(tuning.trim_after) {
         return;
@@ -311,7 +313,7 @@ impl Writer {
             in_flight: AtomicUsize::new(0),
             quiet_since: AtomicU64::new(NEVER),
             epoch: std::time::Instant::now(),
-            quiet: tuning.quiet,
+            tuning,
             restart: AtomicBool::new(false),
         });
         std::thread::Builder::new()
@@ -327,7 +329,7 @@ impl Writer {
             .spawn({
                 let shared = shared.clone();
                 move || {
-                    checkpoint(&checkpoints, &stopped, &shared, &wal, tuning);
+                    checkpoint(&checkpoints, &stopped, &shared, &wal);
                 }
             })
             .map_err(|e| {
