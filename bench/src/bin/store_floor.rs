@@ -4,7 +4,9 @@
 //! service's own schema and pragmas (WAL, `synchronous = NORMAL`), many runs
 //! per transaction, no service around it. The service is compared with this.
 //!
-//! Usage: `store_floor [runs (default 20000)] [runs per transaction (default 256)]`.
+//! Usage: `store_floor [runs (default 20000)] [runs per transaction (default 256)]
+//! [token events per run (default 20)]`. With 8 tokens a run writes what the
+//! service's scripted model writes (`RUN_STARTED`, 10 more events, its end).
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
@@ -16,10 +18,10 @@ use agwire_core::{
 use agwire_service::store::SqliteStore;
 use rusqlite::params;
 
-/// Token events per run (the scripted model's answers are about this long).
+/// Token events per run by default.
 const TOKENS: usize = 20;
 
-fn events(thread: &str, run: &str) -> Vec<String> {
+fn events(thread: &str, run: &str, tokens: usize) -> Vec<String> {
     let base = BaseEvent::default;
     let mut events = vec![Event::RunStarted(RunStartedEvent {
         thread_id: thread.into(),
@@ -36,7 +38,7 @@ fn events(thread: &str, run: &str) -> Vec<String> {
         subagent_run_id: None,
         base: base(),
     }));
-    for i in 0..TOKENS {
+    for i in 0..tokens {
         events.push(Event::TextMessageContent(TextMessageContentEvent {
             message_id: "m".into(),
             delta: format!("word{i} "),
@@ -91,6 +93,7 @@ fn rest_of_run(
     tx: &rusqlite::Transaction<'_>,
     (task, thread, run): &(String, String, String),
     now: i64,
+    tokens: usize,
 ) {
     tx.prepare_cached("UPDATE runs SET status = 'running', started_at = ?1 WHERE task_id = ?2")
         .unwrap()
@@ -100,7 +103,7 @@ fn rest_of_run(
         .prepare_cached("INSERT INTO run_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
         .unwrap();
     let mut seq = 0i64;
-    for event in events(thread, run)
+    for event in events(thread, run, tokens)
         .iter()
         .chain([terminal(thread, run)].iter())
     {
@@ -140,6 +143,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let batch: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(256);
+    let tokens: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(TOKENS);
     let now = 1_795_000_000_000i64;
 
     let (dir, mut connection) = database();
@@ -161,7 +165,7 @@ fn main() {
         let tx = connection.transaction().unwrap();
         for &i in chunk {
             let run = accept(&tx, i, now);
-            rest_of_run(&tx, &run, now);
+            rest_of_run(&tx, &run, now, tokens);
         }
         tx.commit().unwrap();
     }
@@ -171,7 +175,7 @@ fn main() {
 
     println!(
         "store floor (SQLite WAL synchronous=NORMAL, {runs} runs, {batch} per transaction, {} events per run)",
-        TOKENS + 4
+        tokens + 4
     );
     println!("  accepts/s (thread + message + run):            {accept_rate:.0}");
     println!("  whole runs/s (accept, claim, events, end):     {full_rate:.0}");
