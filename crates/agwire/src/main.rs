@@ -12,14 +12,16 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// mimalloc instead of glibc's malloc, for Rust and C alike (the `override`
-/// feature: SQLite's and llama.cpp's `malloc` too). Why: a run allocates and
-/// frees many small buffers on several threads (HTTP heads, JSON, events,
-/// SQLite's statements); with glibc that was ~10 % of the service's CPU
-/// (`_int_malloc`, `malloc_consolidate`). Measured with `bench/service.sh`:
-/// tokio's CPU per accepted run -20-30 %, the SQLite writer's -3-13 %; the
-/// cost is ~11 MiB more resident at start, about the same per executing run
-/// (`bench/run_memory.sh`).
+/// mimalloc instead of glibc's malloc for Rust's allocations. Why: a run
+/// allocates and frees many small buffers on several threads (HTTP heads,
+/// JSON, events); with glibc that was ~10 % of the service's CPU
+/// (`_int_malloc`, `malloc_consolidate`): tokio's CPU per accepted run is
+/// 20-30 % lower with it (`bench/service.sh`), for ~11 MiB more resident at
+/// start and the same per executing run (`bench/run_memory.sh`). C code
+/// (SQLite, llama.cpp) keeps the C library's `malloc`: replacing that too
+/// (mimalloc's `override`) broke the process under an `LD_PRELOAD`ed
+/// library (libfaketime, as the browser tests use: the data dir's path came
+/// out corrupted).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
