@@ -16,8 +16,8 @@ use clap::{Parser, Subcommand};
 /// allocates and frees many small buffers on several threads (HTTP heads,
 /// JSON, events); with glibc that was ~10 % of the service's CPU
 /// (`_int_malloc`, `malloc_consolidate`): tokio's CPU per accepted run is
-/// 20-30 % lower with it (`bench/service.sh`), for ~11 MiB more resident at
-/// start and the same per executing run (`bench/run_memory.sh`). C code
+/// 20-30 % lower with it (`bench/service.sh`), for ~10 MiB more resident at
+/// start and ~0.3 KiB more per executing run (`bench/run_memory.sh`). C code
 /// (SQLite, llama.cpp) keeps the C library's `malloc`: replacing that too
 /// (mimalloc's `override`) broke the process under an `LD_PRELOAD`ed
 /// library (libfaketime, as the browser tests use: the data dir's path came
