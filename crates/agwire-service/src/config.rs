@@ -203,6 +203,14 @@ pub struct HttpConfig {
     /// own (the web app it serves). `*` allows every origin — only sensible
     /// with bearer tokens, which a browser never sends on its own.
     pub cors_allowed_origins: Vec<String>,
+    /// Host names the service answers besides loopback names
+    /// (`localhost`, `*.localhost`), IP addresses and `public_url`'s host:
+    /// `chat.example.com`, `.example.com` for a domain and its subdomains,
+    /// `*` for any. Without authentication a request naming another host
+    /// is refused (403), so that a page whose name an attacker points at
+    /// 127.0.0.1 (DNS rebinding) cannot read the service; with
+    /// authentication the list applies only when set.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for HttpConfig {
@@ -216,6 +224,7 @@ impl Default for HttpConfig {
             max_connections: 10_000,
             max_body_bytes: 64 * 1024,
             cors_allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -353,6 +362,19 @@ impl Config {
             if origin != "*" && !is_origin(origin) {
                 return Err(Error::Config(format!(
                     "http.cors_allowed_origins: '{origin}' is not an origin (scheme://host[:port], or *)"
+                )));
+            }
+        }
+        for host in &self.http.allowed_hosts {
+            let name = host.strip_prefix('.').unwrap_or(host);
+            let valid = host == "*"
+                || (!name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b)));
+            if !valid {
+                return Err(Error::Config(format!(
+                    "http.allowed_hosts: '{host}' is not a host name (name, .domain, or *; no scheme or port)"
                 )));
             }
         }

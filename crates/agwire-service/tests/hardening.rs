@@ -90,12 +90,12 @@ async fn silent_stalled_and_idle_connections_are_closed() {
     // Sends half its headers.
     let mut partial = TcpStream::connect(addr).await.unwrap();
     partial
-        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: ")
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nx-slow: ")
         .await
         .unwrap();
     // Completes a request, then idles on the kept-alive connection.
     let mut idle = TcpStream::connect(addr).await.unwrap();
-    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
         .await
         .unwrap();
     let ((a, after_a), (b, after_b), (c, after_c)) = tokio::join!(
@@ -122,7 +122,7 @@ async fn a_huge_declared_body_is_refused_at_once_and_a_short_one_times_out() {
     // 1 TB declared, two bytes sent: 413 before anything else arrives.
     let mut huge = TcpStream::connect(addr).await.unwrap();
     huge.write_all(
-        b"POST /api/v1/agent/runs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000000\r\n\r\n{}",
+        b"POST /api/v1/agent/runs HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000000000000\r\n\r\n{}",
     )
     .await
     .unwrap();
@@ -139,7 +139,7 @@ async fn a_huge_declared_body_is_refused_at_once_and_a_short_one_times_out() {
     let opened = Instant::now();
     let mut short = TcpStream::connect(addr).await.unwrap();
     short
-        .write_all(b"PATCH /api/v1/me/profile HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"settings\"")
+        .write_all(b"PATCH /api/v1/me/profile HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"settings\"")
         .await
         .unwrap();
     let (answer, after) =
@@ -356,16 +356,16 @@ async fn framework_errors_are_json_too() {
     let big = "x".repeat(3 * 1024 * 1024);
     let cases: Vec<(Vec<u8>, u16)> = vec![
         (
-            format!("GET /nowhere HTTP/1.1\r\nhost: x\r\n{close}\r\n").into_bytes(),
+            format!("GET /nowhere HTTP/1.1\r\nhost: localhost\r\n{close}\r\n").into_bytes(),
             404,
         ),
         (
-            format!("DELETE /api/v1/agent/runs HTTP/1.1\r\nhost: x\r\n{close}\r\n").into_bytes(),
+            format!("DELETE /api/v1/agent/runs HTTP/1.1\r\nhost: localhost\r\n{close}\r\n").into_bytes(),
             405,
         ),
         (
             [
-                b"GET /api/v1/agent/runs/%FF%FE HTTP/1.1\r\nhost: x\r\n".as_slice(),
+                b"GET /api/v1/agent/runs/%FF%FE HTTP/1.1\r\nhost: localhost\r\n".as_slice(),
                 close.as_bytes(),
                 b"\r\n",
             ]
@@ -374,7 +374,7 @@ async fn framework_errors_are_json_too() {
         ),
         (
             format!(
-                "PATCH /api/v1/me/profile HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
+                "PATCH /api/v1/me/profile HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
                 big.len()
             )
             .into_bytes(),
@@ -382,7 +382,7 @@ async fn framework_errors_are_json_too() {
         ),
         (
             format!(
-                "POST /api/v1/automation/jobs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
+                "POST /api/v1/automation/jobs HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
                 big.len()
             )
             .into_bytes(),
@@ -390,7 +390,7 @@ async fn framework_errors_are_json_too() {
         ),
         (
             format!(
-                "GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: {}\r\n{close}\r\n",
+                "GET /healthz HTTP/1.1\r\nhost: localhost\r\nx-big: {}\r\n{close}\r\n",
                 "y".repeat(40 * 1024)
             )
             .into_bytes(),
@@ -398,7 +398,7 @@ async fn framework_errors_are_json_too() {
         ),
         (
             format!(
-                "GET /healthz HTTP/1.1\r\nhost: x\r\n{}{close}\r\n",
+                "GET /healthz HTTP/1.1\r\nhost: localhost\r\n{}{close}\r\n",
                 (0..150).map(|i| format!("x-h{i}: v\r\n")).collect::<String>()
             )
             .into_bytes(),
@@ -443,7 +443,7 @@ async fn location_is_percent_encoded_and_a_bad_last_event_id_is_400() {
     let (status, body, _) = raw(
         addr,
         &[
-            format!("GET {location} HTTP/1.1\r\nhost: x\r\nconnection: close\r\nlast-event-id: ")
+            format!("GET {location} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\nlast-event-id: ")
                 .as_bytes(),
             b"\xff\xfe1",
             b"\r\n\r\n",
