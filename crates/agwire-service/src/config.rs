@@ -195,6 +195,15 @@ pub struct HttpConfig {
     /// clients can make the connections hold: at most `max_header_bytes`
     /// + 12 KiB each while a request head arrives.
     pub max_connections: usize,
+    /// Most connections open at once from one client address (an IPv4
+    /// address, an IPv6 /64); past it a new one is answered 503 and closed,
+    /// so that one client cannot hold all `max_connections`. 1,000 by
+    /// default: a share, not a cap — a whole office behind one NAT address
+    /// stays well within it, one client cannot take more than a tenth of
+    /// the default limit. Behind a reverse proxy every connection comes
+    /// from the proxy's address: set it to `max_connections` there (or 0,
+    /// no share) and limit clients at the proxy.
+    pub max_connections_per_peer: usize,
     /// Largest body of the routes that take small JSON documents (profile,
     /// jobs; 413 above it). Runs and uploads have their own limits.
     pub max_body_bytes: usize,
@@ -222,6 +231,7 @@ impl Default for HttpConfig {
             max_header_bytes: 32 * 1024,
             max_headers: 100,
             max_connections: 10_000,
+            max_connections_per_peer: 1000,
             max_body_bytes: 64 * 1024,
             cors_allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),

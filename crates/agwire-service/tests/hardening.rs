@@ -116,6 +116,58 @@ async fn silent_stalled_and_idle_connections_are_closed() {
     assert_eq!(parse(&c).0, 200, "the request itself was answered");
 }
 
+/// Opens a connection to `addr` and has one request answered on it, kept
+/// alive: a connection the service holds.
+async fn held(addr: SocketAddr) -> TcpStream {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut chunk))
+            .await
+            .expect("answered in time")
+            .unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    assert_eq!(parse(&seen).0, 200, "{}", String::from_utf8_lossy(&seen));
+    tcp
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_holds_at_most_its_share_of_the_connections() {
+    let mut config = Config::default();
+    config.http.max_connections_per_peer = 2;
+    let addr = start(&config, BuiltinAgent::default(), Auth::none())
+        .await
+        .addr;
+    let _held = [held(addr).await, held(addr).await];
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_until_closed(&mut third, Duration::from_secs(10)).await;
+    assert_eq!(
+        parse(&answer),
+        (
+            503,
+            json!({"detail": "too many connections from this address"})
+        ),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    // 0: no share at all.
+    config.http.max_connections_per_peer = 0;
+    let addr = start(&config, BuiltinAgent::default(), Auth::none())
+        .await
+        .addr;
+    let _held = [held(addr).await, held(addr).await, held(addr).await];
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_declared_body_is_refused_at_once_and_a_short_one_times_out() {
     let addr = impatient().await;
