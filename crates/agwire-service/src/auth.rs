@@ -29,6 +29,9 @@ pub const LEEWAY_SECONDS: i64 = 30;
 pub const JWKS_TTL: Duration = Duration::from_secs(600);
 /// The least time between two fetches of the JWKS.
 pub const JWKS_MIN_REFRESH: Duration = Duration::from_secs(10);
+/// The longest `sub` accepted, in bytes of UTF-8 (every identity
+/// provider's ids are far shorter: UUIDs, `auth0|…`, `user_…`).
+pub const MAX_SUBJECT_BYTES: usize = 255;
 /// How long one fetch of the JWKS may take.
 const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -72,6 +75,10 @@ pub enum AuthError {
     /// No `sub` claim.
     #[error("token has no sub")]
     NoSubject,
+    /// A `sub` longer than [`MAX_SUBJECT_BYTES`] or with a control
+    /// character (NUL among them): not a user id the stores can keep.
+    #[error("token sub not accepted")]
+    InvalidSubject,
 }
 
 /// How requests are authenticated.
@@ -255,8 +262,11 @@ impl Verifier {
             return Err(AuthError::NotYetValid);
         }
         match claims.get("sub").and_then(Value::as_str) {
-            Some(sub) if !sub.is_empty() => Ok(sub.to_owned()),
-            _ => Err(AuthError::NoSubject),
+            None | Some("") => Err(AuthError::NoSubject),
+            Some(sub) if sub.len() > MAX_SUBJECT_BYTES || sub.chars().any(char::is_control) => {
+                Err(AuthError::InvalidSubject)
+            }
+            Some(sub) => Ok(sub.to_owned()),
         }
     }
 }
@@ -568,6 +578,43 @@ mod tests {
                 .await,
             Ok("alice".into())
         );
+    }
+
+    #[tokio::test]
+    async fn a_sub_with_control_characters_or_too_long_is_refused() {
+        let auth = Auth::jwt(b"s3cret".to_vec());
+        let user = |sub: &str| {
+            let token = sign_jwt(b"s3cret", sub, 2000);
+            let auth = auth.clone();
+            async move { auth.user(Some(&format!("Bearer {token}")), 1000).await }
+        };
+        // A NUL would make every PostgreSQL write of this user fail.
+        assert_eq!(user("alice\0").await, Err(AuthError::InvalidSubject));
+        assert_eq!(user("\0").await, Err(AuthError::InvalidSubject));
+        for control in ['\n', '\r', '\t', '\u{1b}', '\u{7f}', '\u{85}'] {
+            assert_eq!(
+                user(&format!("ali{control}ce")).await,
+                Err(AuthError::InvalidSubject),
+                "{control:?}"
+            );
+        }
+        let longest = "a".repeat(MAX_SUBJECT_BYTES);
+        assert_eq!(user(&longest).await, Ok(longest.clone()));
+        assert_eq!(
+            user(&format!("{longest}a")).await,
+            Err(AuthError::InvalidSubject)
+        );
+        // Bytes, not characters: 128 two-byte characters are 256 bytes.
+        assert_eq!(user(&"é".repeat(128)).await, Err(AuthError::InvalidSubject));
+        // Ids as providers issue them pass, spaces and non-ASCII included.
+        for sub in [
+            "auth0|64f1c2e9a1b2c3d4e5f60718",
+            "user_2abcDEF",
+            "0b6f6f8e-3a1c-4c1e-9d2a-7b1f0e3c5a9d",
+            "Zoë Dupont",
+        ] {
+            assert_eq!(user(sub).await, Ok(sub.to_owned()));
+        }
     }
 
     #[test]
