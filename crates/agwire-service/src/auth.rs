@@ -168,6 +168,28 @@ impl Auth {
         }
     }
 
+    /// What this configuration leaves open, one sentence each, for the
+    /// log at start-up: a JWKS without an audience accepts tokens its
+    /// provider issued to any other application; without an issuer, `iss`
+    /// is not checked.
+    pub fn warnings(&self) -> Vec<&'static str> {
+        let Some(verifier) = &self.verifier else {
+            return Vec::new();
+        };
+        let mut warnings = Vec::new();
+        if verifier.jwks.is_some() && verifier.audience.is_none() {
+            warnings.push(
+                "auth: a JWKS (auth.jwks_url) is configured without an audience (auth.audience, --jwt-audience): tokens the same identity provider issued to ANY other application are accepted; set the audience your tokens carry (Supabase: authenticated)",
+            );
+        }
+        if verifier.jwks.is_some() && verifier.issuer.is_none() {
+            warnings.push(
+                "auth: a JWKS is configured without an issuer (auth.issuer, --jwt-issuer): the tokens' iss is not checked; safe only when these keys sign for this one issuer, set it to be sure",
+            );
+        }
+        warnings
+    }
+
     /// Whether tokens are required.
     pub fn is_enabled(&self) -> bool {
         self.verifier.is_some()
@@ -615,6 +637,31 @@ mod tests {
         ] {
             assert_eq!(user(sub).await, Ok(sub.to_owned()));
         }
+    }
+
+    #[test]
+    fn a_jwks_without_audience_or_issuer_is_warned_about() {
+        let jwks = || Auth::none().with_jwks("https://id.example/jwks.json");
+        let warnings = jwks().warnings();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("without an audience") && warnings[0].contains("ANY other"),
+            "{warnings:?}"
+        );
+        assert!(warnings[1].contains("without an issuer"), "{warnings:?}");
+        let warnings = jwks().with_audience("authenticated").warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("without an issuer"), "{warnings:?}");
+        assert!(
+            jwks()
+                .with_audience("authenticated")
+                .with_issuer("https://id.example")
+                .warnings()
+                .is_empty()
+        );
+        // A shared secret is the application's own: no provider-wide keys.
+        assert!(Auth::jwt(b"s3cret".to_vec()).warnings().is_empty());
+        assert!(Auth::none().warnings().is_empty());
     }
 
     #[test]
