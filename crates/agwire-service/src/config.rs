@@ -149,21 +149,61 @@ impl Default for StoreConfig {
     }
 }
 
-/// `[auth]`: HS256 JWTs (`sub` = user id, `exp` required).
+/// `[auth]`: JWT bearer tokens (`sub` = user id, `exp` required), signed
+/// with a shared HS256 secret and/or an identity provider's published keys
+/// (see `auth`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
-    /// The HS256 secret. Without it and without `jwks_url` there is one
-    /// local user.
+    /// The HS256 secret (at least 16 bytes). Without it and without
+    /// `jwks_url` there is one local user.
     pub jwt_secret: Option<String>,
     /// Where the identity provider publishes its signing keys (a JWKS, e.g.
     /// `https://<project>.supabase.co/auth/v1/.well-known/jwks.json`):
-    /// RS/PS/ES256/384 and EdDSA tokens are verified against them.
+    /// RS/PS/ES256/384 and EdDSA tokens are verified against them. Must be
+    /// `https://`: plain `http://` only to `localhost`, 127.0.0.0/8 or
+    /// `[::1]` (keys fetched over plain HTTP can be replaced on the path).
+    /// Set `audience` with it: a provider signs the tokens of all its
+    /// applications with the same keys (`agwire serve` warns without it).
     pub jwks_url: Option<String>,
-    /// Required `aud` (Supabase: `"authenticated"`).
+    /// Required `aud`: a token's `aud` (a string or an array) must name it
+    /// (Supabase: `"authenticated"`). Unset, `aud` is not checked.
     pub audience: Option<String>,
-    /// Required `iss`.
+    /// Required `iss`, exactly (e.g. `https://<project>.supabase.co/auth/v1`).
+    /// Unset, `iss` is not checked.
     pub issuer: Option<String>,
+}
+
+/// `auth.jwks_url` is fetched over HTTPS, or plain HTTP only to a loopback
+/// host (a provider on the same machine, tests): keys fetched over plain
+/// HTTP can be replaced by anyone on the path, and then any token verifies.
+fn check_jwks_url(url: &str) -> Result<(), Error> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| Error::Config(format!("auth.jwks_url: '{url}' is not a URL ({e})")))?;
+    let host = parsed.host_str().unwrap_or_default();
+    match parsed.scheme() {
+        "https" if !host.is_empty() => Ok(()),
+        "http" if is_loopback_host(host) => Ok(()),
+        "http" => Err(Error::Config(format!(
+            "auth.jwks_url must be https:// (got '{url}'): signing keys fetched over plain HTTP can be replaced by anyone on the path, and then any token verifies; plain http:// is allowed only to localhost, 127.0.0.0/8 or [::1]"
+        ))),
+        _ => Err(Error::Config(format!(
+            "auth.jwks_url must be an https:// URL, not '{url}'"
+        ))),
+    }
+}
+
+/// `localhost`, an address in 127.0.0.0/8 or `[::1]` (as `Url` writes
+/// hosts: lower case, IPv4 normalised, IPv6 in brackets).
+fn is_loopback_host(host: &str) -> bool {
+    let unbracketed = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    host == "localhost"
+        || unbracketed
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `[http]`: what every connection and request may take, so that a client
@@ -444,12 +484,8 @@ impl Config {
                 "attachments.url_ttl_seconds must be positive".into(),
             ));
         }
-        if let Some(url) = &self.auth.jwks_url
-            && !(url.starts_with("https://") || url.starts_with("http://"))
-        {
-            return Err(Error::Config(format!(
-                "auth.jwks_url must be an http(s) URL, not '{url}'"
-            )));
+        if let Some(url) = &self.auth.jwks_url {
+            check_jwks_url(url)?;
         }
         let authenticated = self.auth.jwt_secret.is_some() || self.auth.jwks_url.is_some();
         if !self.addr.ip().is_loopback() && !self.insecure_no_auth && !authenticated {
@@ -524,9 +560,47 @@ token_delay_ms = 5
             .unwrap();
         Config::parse("addr = \"0.0.0.0:8080\"\n[auth]\njwks_url = \"https://id.example/jwks\"\n")
             .unwrap();
-        let not_a_url = Config::parse("[auth]\njwks_url = \"id.example/jwks\"\n").unwrap_err();
-        assert!(not_a_url.to_string().contains("jwks_url"), "{not_a_url}");
         let short = Config::parse("[auth]\njwt_secret = \"short\"\n").unwrap_err();
         assert!(short.to_string().contains("16 bytes"), "{short}");
+    }
+
+    #[test]
+    fn a_jwks_url_is_https_or_plain_http_on_loopback_only() {
+        let with = |url: &str| Config::parse(&format!("[auth]\njwks_url = \"{url}\"\n"));
+        for allowed in [
+            "https://id.example/.well-known/jwks.json",
+            "https://10.0.0.5:8443/jwks",
+            "http://localhost:9999/jwks.json",
+            "http://LOCALHOST/jwks.json",
+            "http://127.0.0.1:4000/jwks.json",
+            "http://127.8.9.10/jwks.json",
+            "http://[::1]:4000/jwks.json",
+        ] {
+            with(allowed).unwrap_or_else(|e| panic!("{allowed}: {e}"));
+        }
+        for refused in [
+            "http://id.example/.well-known/jwks.json",
+            "http://10.0.0.5/jwks.json",
+            "http://[::2]/jwks.json",
+            "http://0.0.0.0/jwks.json",
+            // Names that merely start like a loopback host.
+            "http://localhost.evil.example/jwks.json",
+            "http://127.0.0.1.nip.io/jwks.json",
+            "http://localhost@id.example/jwks.json",
+        ] {
+            let error = with(refused).unwrap_err().to_string();
+            assert!(
+                error.contains("auth.jwks_url") && error.contains("plain HTTP"),
+                "{refused}: {error}"
+            );
+        }
+        for not_https in [
+            "id.example/jwks",
+            "ftp://id.example/jwks",
+            "file:///etc/jwks.json",
+        ] {
+            let error = with(not_https).unwrap_err().to_string();
+            assert!(error.contains("auth.jwks_url"), "{not_https}: {error}");
+        }
     }
 }
