@@ -460,6 +460,50 @@ async fn location_is_percent_encoded_and_a_bad_last_event_id_is_400() {
     );
 }
 
+/// The calendar's range at the ends of time: a `from` whose default `to`
+/// (30 days on) would pass the last instant a date can hold ends there;
+/// an RFC 3339 date-time past either end is a 422 naming its field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calendar_range_at_the_ends_of_time() {
+    let addr = common::serve().await;
+    let get = |query: &'static str| async move {
+        let response = reqwest::get(format!("http://{addr}/api/v1/calendar/events?{query}"))
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.unwrap())
+    };
+    // 30 days after it is past the last instant: the range ends there.
+    assert_eq!(
+        get("from=9999-12-30T00:00:00Z").await,
+        (200, json!({"events": []}))
+    );
+    assert_eq!(
+        get("from=9999-12-30T00:00:00Z&to=9999-12-30T22:00:00Z").await,
+        (200, json!({"events": []}))
+    );
+    let out_of_range = |field: &str| json!({"detail": format!("{field} must be between -009999-01-02T01:59:59Z and 9999-12-30T22:00:00Z")});
+    for (query, field) in [
+        ("from=9999-12-31T23:59:59Z", "from"),
+        ("from=-009999-01-01T00:00:00Z", "from"),
+        (
+            "from=2026-01-01T00:00:00Z&to=9999-12-31T23:59:59-25:59",
+            "to",
+        ),
+        ("from=2026-01-01T00:00:00Z&to=9999-12-30T22:00:01Z", "to"),
+    ] {
+        assert_eq!(get(query).await, (422, out_of_range(field)), "{query}");
+    }
+    // Not a date-time at all: as before.
+    assert_eq!(
+        get("from=%2B99999-01-01").await,
+        (
+            422,
+            json!({"detail": "from must be an RFC 3339 date-time with an offset"})
+        )
+    );
+}
+
 /// CORS is off unless origins are configured; then exactly those origins
 /// may call the API from a browser (preflight and the real request), with
 /// the headers a streaming AG-UI client needs.
