@@ -460,6 +460,45 @@ async fn location_is_percent_encoded_and_a_bad_last_event_id_is_400() {
     );
 }
 
+/// A reader resuming a live run after the last number a sequence can have
+/// (`Last-Event-ID` or `?after=` 2^64 − 1) gets nothing after it: its
+/// stream ends with the run, whole — it does not break off when the run's
+/// next event arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_a_live_run_after_the_last_possible_event_ends_with_the_run() {
+    let agent = BuiltinAgent::with_token_delay(Duration::from_millis(10));
+    let addr = start(&Config::default(), agent, Auth::none()).await.addr;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let accepted = post(addr, &body(&thread, "live", &"word ".repeat(200)), None).await;
+    assert_eq!(accepted.status().as_u16(), 202);
+    // Live: ~2 s of words still to come.
+    common::wait_for_text(addr, "live").await;
+    let last = u64::MAX.to_string();
+    let follow = |header: bool| {
+        let last = last.clone();
+        async move {
+            let events = format!("http://{addr}/api/v1/agent/runs/live/events");
+            let client = reqwest::Client::new();
+            let request = if header {
+                client.get(events).header("last-event-id", last)
+            } else {
+                client.get(format!("{events}?after={last}"))
+            };
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            tokio::time::timeout(Duration::from_secs(30), response.bytes())
+                .await
+                .expect("the stream ends with the run")
+                .expect("the stream ends whole")
+        }
+    };
+    let (by_header, by_query) = tokio::join!(follow(true), follow(false));
+    assert!(common::sse_with_ids(&by_header).is_empty());
+    assert!(common::sse_with_ids(&by_query).is_empty());
+    let run = common::status(addr, "live").await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+}
+
 /// The calendar's range at the ends of time: a `from` whose default `to`
 /// (30 days on) would pass the last instant a date can hold ends there;
 /// an RFC 3339 date-time past either end is a 422 naming its field.
