@@ -41,6 +41,16 @@ pub struct ServeConfig {
     /// new clients wait in the kernel's accept queue until one closes.
     /// `None`: no limit but the process's file descriptors.
     pub max_connections: Option<usize>,
+    /// Most connections open at once from one client address: an IPv4
+    /// address, or an IPv6 /64 (one host commonly holds a whole /64, so a
+    /// single IPv6 address would be no limit); an IPv4-mapped IPv6 address
+    /// counts as its IPv4 one. A connection past its address's share is
+    /// answered at once with `503` and `retry-after: 1`, and closed: without
+    /// it one client could hold every [`max_connections`](Self::max_connections)
+    /// slot and lock everyone else out. At least 1. `None`, the default: no
+    /// share — behind a reverse proxy every connection comes from the
+    /// proxy's address, so a library default would refuse real clients.
+    pub max_connections_per_peer: Option<usize>,
     /// TCP keep-alive probes after this long without traffic, to notice
     /// peers that vanished without closing (`None`: the system's default,
     /// usually off).
@@ -59,6 +69,7 @@ impl Default for ServeConfig {
             max_head_bytes: 64 * 1024,
             max_headers: 100,
             max_connections: Some(10_000),
+            max_connections_per_peer: None,
             tcp_keepalive: None,
             drain_timeout: None,
         }
@@ -101,6 +112,13 @@ impl ServeConfig {
         self
     }
 
+    /// [`ServeConfig::max_connections_per_peer`].
+    #[must_use]
+    pub fn max_connections_per_peer(mut self, count: Option<usize>) -> Self {
+        self.max_connections_per_peer = count;
+        self
+    }
+
     /// [`ServeConfig::tcp_keepalive`].
     #[must_use]
     pub fn tcp_keepalive(mut self, idle: Option<Duration>) -> Self {
@@ -118,6 +136,11 @@ impl ServeConfig {
     /// The head limit in force (fields are public, so it is clamped here).
     pub(crate) fn head_limit(&self) -> usize {
         self.max_head_bytes.max(MIN_HEAD_BYTES)
+    }
+
+    /// The per-peer share in force.
+    pub(crate) fn peer_share(&self) -> Option<usize> {
+        self.max_connections_per_peer.map(|n| n.max(1))
     }
 
     /// The header count in force.

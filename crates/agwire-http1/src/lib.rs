@@ -6,6 +6,7 @@ mod config;
 mod conn;
 mod head;
 mod inbound;
+mod peers;
 mod serve;
 mod transport;
 mod writer;

@@ -14,6 +14,7 @@ use tower_service::Service;
 
 use crate::body::Body;
 use crate::config::ServeConfig;
+use crate::peers::{PeerKey, PeerShares, Refuser};
 use crate::transport::Transport;
 use crate::{BoxError, conn};
 
@@ -50,7 +51,10 @@ where
 /// [`serve`] with the given limits and timeouts for each connection.
 /// Responses are written without Nagle's delay (`TCP_NODELAY`): events are
 /// small and must not wait. Each request carries the client's address as
-/// a [`PeerAddr`](crate::PeerAddr) extension.
+/// a [`PeerAddr`](crate::PeerAddr) extension. A connection past its
+/// address's share ([`ServeConfig::max_connections_per_peer`]) is answered
+/// `503` at once and closed, without holding one of the
+/// [`max_connections`](ServeConfig::max_connections) slots.
 pub async fn serve_with<S, B>(
     listener: TcpListener,
     service: S,
@@ -71,6 +75,8 @@ where
     let slots = config
         .max_connections
         .map(|n| Arc::new(Semaphore::new(n.max(1))));
+    let peers = config.peer_share().map(PeerShares::new);
+    let mut refuser = Refuser::default();
     let mut shutdown = pin!(shutdown);
     loop {
         // Past the limit the listener is not read: new clients wait in the
@@ -97,6 +103,20 @@ where
             },
             () = &mut shutdown => break,
         };
+        let slot = match &peers {
+            None => None,
+            Some(peers) => {
+                let key = PeerKey::from(peer.ip());
+                let Some(slot) = peers.admit(key) else {
+                    // A refusal is not a connection served: its global slot
+                    // goes back now, not after the answer.
+                    drop(permit);
+                    refuser.refuse(tcp, key, peers.share(), &config, &draining, &connections);
+                    continue;
+                };
+                Some(slot)
+            }
+        };
         let _ = tcp.set_nodelay(true);
         if let Some(idle) = config.tcp_keepalive {
             let keepalive = socket2::TcpKeepalive::new().with_time(idle);
@@ -107,7 +127,8 @@ where
         let draining = draining.clone();
         connections.spawn(async move {
             conn::connection(tcp, Some(peer), service, &config, &draining).await;
-            drop(permit);
+            // Also dropped with the task if the connection panics.
+            drop((slot, permit));
         });
     }
     drop(listener);

@@ -401,7 +401,20 @@ async fn a_huge_header_limit_is_clamped_not_a_panic() {
 
 #[tokio::test]
 async fn connections_past_the_limit_wait_for_a_free_one() {
-    let (addr, _) = start(ServeConfig::default().max_connections(Some(2))).await;
+    // With a per-address share above the limit, the limit is what holds
+    // the third back (queued, not refused).
+    for config in [
+        ServeConfig::default().max_connections(Some(2)),
+        ServeConfig::default()
+            .max_connections(Some(2))
+            .max_connections_per_peer(Some(3)),
+    ] {
+        past_the_limit(config).await;
+    }
+}
+
+async fn past_the_limit(config: ServeConfig) {
+    let (addr, _) = start(config).await;
     let mut held = Vec::new();
     for _ in 0..2 {
         let mut socket = TcpStream::connect(addr).await.unwrap();

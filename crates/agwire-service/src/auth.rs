@@ -4,16 +4,37 @@
 //! identity provider publishes as a JWKS (Supabase, Auth0, Clerk, Keycloak).
 //! With neither configured, every request is the one local user's.
 //!
-//! The JWKS is fetched when first needed, cached until it expires
-//! (`Cache-Control: max-age`, else [`JWKS_TTL`]), and fetched again when a
-//! token names a key id it does not hold — at most once per
-//! [`JWKS_MIN_REFRESH`], so a flood of tokens with made-up key ids cannot
-//! turn into a flood of requests to the provider. A key rotation needs no
-//! restart.
+//! `aud` and `iss` are checked when an audience and an issuer are
+//! configured (`aud` a string or an array naming the audience). Without an
+//! audience, a JWKS accepts every token its provider signs, for any
+//! application: [`Auth::warnings`] says so at start-up. `sub` must be at
+//! most [`MAX_SUBJECT_BYTES`] bytes without control characters (a NUL in a
+//! user id fails every PostgreSQL write of that user).
+//!
+//! The JWKS is fetched when first needed and cached; the set held is read
+//! through a lock held only to clone an `Arc`, so a token whose key is held
+//! never waits for a fetch. The rules:
+//! - At most one fetch runs at a time; requests that need one while it runs
+//!   wait for its result (the first fetch, when no key is held yet, is
+//!   shared by every request that came for it).
+//! - A token naming a key id the set lacks refetches and waits for the
+//!   result (a key rotation needs no restart: the first token signed with
+//!   the new key gets in), at most once per [`JWKS_MIN_REFRESH`] since the
+//!   last fetch began; within that window it is refused at once
+//!   ([`AuthError::UnknownKey`]) without a fetch, so a flood of tokens with
+//!   made-up key ids cannot turn into a flood of requests to the provider.
+//! - The set goes stale after its `Cache-Control: max-age` (else
+//!   [`JWKS_TTL`]); a stale set is still used, while a refresh (at most one
+//!   per window) runs in the background.
+//! - A failed fetch keeps the set held, for as long as fetches fail: a
+//!   provider that is down or slow does not lock everyone out. Only while no
+//!   fetch has ever succeeded are JWKS tokens refused as
+//!   [`AuthError::KeysUnavailable`] (then, too, one attempt per window).
 
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::JwkSet;
@@ -29,6 +50,9 @@ pub const LEEWAY_SECONDS: i64 = 30;
 pub const JWKS_TTL: Duration = Duration::from_secs(600);
 /// The least time between two fetches of the JWKS.
 pub const JWKS_MIN_REFRESH: Duration = Duration::from_secs(10);
+/// The longest `sub` accepted, in bytes of UTF-8 (every identity
+/// provider's ids are far shorter: UUIDs, `auth0|…`, `user_…`).
+pub const MAX_SUBJECT_BYTES: usize = 255;
 /// How long one fetch of the JWKS may take.
 const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -45,10 +69,11 @@ pub enum AuthError {
     /// An algorithm no configured key verifies (`none` included).
     #[error("unsupported token algorithm")]
     Algorithm,
-    /// A key id the JWKS does not hold (after a refresh).
+    /// A key id the JWKS does not hold (after a refetch, or within the
+    /// window after the last one).
     #[error("unknown token signing key")]
     UnknownKey,
-    /// The JWKS could not be fetched.
+    /// The JWKS has never been fetched successfully.
     #[error("token signing keys unavailable")]
     KeysUnavailable,
     /// The signature does not verify.
@@ -72,6 +97,10 @@ pub enum AuthError {
     /// No `sub` claim.
     #[error("token has no sub")]
     NoSubject,
+    /// A `sub` longer than [`MAX_SUBJECT_BYTES`] or with a control
+    /// character (NUL among them): not a user id the stores can keep.
+    #[error("token sub not accepted")]
+    InvalidSubject,
 }
 
 /// How requests are authenticated.
@@ -159,6 +188,28 @@ impl Auth {
         Self {
             verifier: Some(Arc::new(verifier)),
         }
+    }
+
+    /// What this configuration leaves open, one sentence each, for the
+    /// log at start-up: a JWKS without an audience accepts tokens its
+    /// provider issued to any other application; without an issuer, `iss`
+    /// is not checked.
+    pub fn warnings(&self) -> Vec<&'static str> {
+        let Some(verifier) = &self.verifier else {
+            return Vec::new();
+        };
+        let mut warnings = Vec::new();
+        if verifier.jwks.is_some() && verifier.audience.is_none() {
+            warnings.push(
+                "auth: a JWKS (auth.jwks_url) is configured without an audience (auth.audience, --jwt-audience): tokens the same identity provider issued to ANY other application are accepted; set the audience your tokens carry (Supabase: authenticated)",
+            );
+        }
+        if verifier.jwks.is_some() && verifier.issuer.is_none() {
+            warnings.push(
+                "auth: a JWKS is configured without an issuer (auth.issuer, --jwt-issuer): the tokens' iss is not checked; safe only when these keys sign for this one issuer, set it to be sure",
+            );
+        }
+        warnings
     }
 
     /// Whether tokens are required.
@@ -255,31 +306,82 @@ impl Verifier {
             return Err(AuthError::NotYetValid);
         }
         match claims.get("sub").and_then(Value::as_str) {
-            Some(sub) if !sub.is_empty() => Ok(sub.to_owned()),
-            _ => Err(AuthError::NoSubject),
+            None | Some("") => Err(AuthError::NoSubject),
+            Some(sub) if sub.len() > MAX_SUBJECT_BYTES || sub.chars().any(char::is_control) => {
+                Err(AuthError::InvalidSubject)
+            }
+            Some(sub) => Ok(sub.to_owned()),
         }
     }
 }
 
-/// A provider's published keys, cached.
+/// A provider's published keys, cached; clones share the cache.
 #[derive(Clone)]
 struct Jwks {
     url: String,
     min_refresh: Duration,
     client: reqwest::Client,
-    cache: Arc<tokio::sync::Mutex<KeyCache>>,
+    shared: Arc<SharedKeys>,
 }
 
+/// The cache of a [`Jwks`] and its clones.
 #[derive(Default)]
-struct KeyCache {
+struct SharedKeys {
+    /// The last good key set (`None` until a fetch succeeded). Locked only
+    /// to clone or replace the `Arc`, never across an `.await`: a token
+    /// whose key is held never waits for a fetch.
+    current: std::sync::RwLock<Option<Arc<KeySet>>>,
+    /// Held for the whole of a fetch, so at most one runs at a time;
+    /// requests that need its result wait on it.
+    flight: Arc<tokio::sync::Mutex<Flight>>,
+    /// Fetches ended (successful or not), bumped after `current` is
+    /// replaced: a request that waited for `flight` tells from it whether a
+    /// fetch ran meanwhile, and takes its result instead of fetching again.
+    ended: AtomicU64,
+}
+
+/// What the fetch lock guards.
+#[derive(Default)]
+struct Flight {
+    /// When the last fetch began (successful or not).
+    began: Option<Instant>,
+}
+
+impl Flight {
+    /// Whether a fetch may begin at `now`: never within `min_refresh` of
+    /// the last one.
+    fn due(&self, now: Instant, min_refresh: Duration) -> bool {
+        self.began
+            .is_none_or(|began| now.duration_since(began) >= min_refresh)
+    }
+}
+
+/// One fetched JWKS.
+struct KeySet {
     /// Keys by `kid`, each with the algorithm it is for (when the JWK says).
     keys: HashMap<String, (DecodingKey, Option<Algorithm>)>,
     /// Keys without a `kid` (a token without one tries them all).
     anonymous: Vec<(DecodingKey, Option<Algorithm>)>,
-    /// When the cached set goes stale.
-    expires: Option<Instant>,
-    /// The last fetch (successful or not).
-    fetched: Option<Instant>,
+    /// When the set goes stale (a refresh is due; it is still used).
+    expires: Instant,
+}
+
+impl SharedKeys {
+    fn current(&self) -> Option<Arc<KeySet>> {
+        // A poisoned lock still holds a whole `Option<Arc>`: writers only
+        // assign one.
+        self.current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn replace(&self, set: KeySet) {
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(set));
+    }
 }
 
 impl Jwks {
@@ -292,51 +394,107 @@ impl Jwks {
             url,
             min_refresh,
             client,
-            cache: Arc::default(),
+            shared: Arc::default(),
         }
     }
 
     /// The key that verifies a token of `alg` with key id `kid`.
+    ///
+    /// A key in the set held is answered at once, even from a stale set
+    /// (whose refresh it starts in the background). Otherwise the request
+    /// refetches and waits for the result, or shares the fetch already
+    /// running; within `min_refresh` of the last fetch it is answered at
+    /// once from the set held.
     async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, AuthError> {
-        // One fetch at a time; tokens arriving meanwhile wait for its result.
-        let mut cache = self.cache.lock().await;
-        let now = Instant::now();
-        let stale = cache.expires.is_none_or(|expires| expires <= now);
-        let rate_limited = cache
-            .fetched
-            .is_some_and(|fetched| now.duration_since(fetched) < self.min_refresh);
-        if stale && !rate_limited {
-            self.fetch(&mut cache).await;
-        }
-        if let Some(key) = cache.find(kid, alg) {
+        // Read before the set (a fetch replaces the set, then bumps this):
+        // should the set read below miss a key a fetch just brought in,
+        // `refetch` sees that a fetch ended since, and takes its set rather
+        // than fetching again.
+        let ended = self.shared.ended.load(Ordering::Acquire);
+        if let Some(set) = self.shared.current()
+            && let Some(key) = set.find(kid, alg)
+        {
+            if set.expires <= Instant::now() {
+                self.refresh_in_background();
+            }
             return Ok(key);
         }
-        // An unknown key id: the provider may have rotated its keys.
-        if !stale && !rate_limited {
-            self.fetch(&mut cache).await;
-            if let Some(key) = cache.find(kid, alg) {
-                return Ok(key);
-            }
+        // Not in the set held (or none yet): the provider may have rotated.
+        match self.refetch(ended).await {
+            Some(set) => set.find(kid, alg).ok_or(AuthError::UnknownKey),
+            None => Err(AuthError::KeysUnavailable),
         }
-        if cache.expires.is_none() {
-            return Err(AuthError::KeysUnavailable);
-        }
-        Err(AuthError::UnknownKey)
     }
 
-    /// Fetches the set; on failure the old keys stay (until they expire).
-    async fn fetch(&self, cache: &mut KeyCache) {
+    /// The set after the fetch that ran since `ended` was read, or after
+    /// one this request runs if none did and one is due; else, at once, the
+    /// set held.
+    async fn refetch(&self, ended: u64) -> Option<Arc<KeySet>> {
+        // Waits only while a fetch runs (others hold it just to look).
+        let mut flight = Arc::clone(&self.shared.flight).lock_owned().await;
+        let ran_meanwhile = self.shared.ended.load(Ordering::Acquire) != ended;
         let now = Instant::now();
-        cache.fetched = Some(now);
+        if !ran_meanwhile && flight.due(now, self.min_refresh) {
+            flight.began = Some(now);
+            let fetch = self.fetch_holding(flight);
+            // On a task of its own: a client that goes away does not cancel
+            // the fetch that others wait for.
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    // An error is the fetch's panic: the set stays as it was.
+                    let _ = runtime.spawn(fetch).await;
+                }
+                Err(_) => fetch.await,
+            }
+        }
+        self.shared.current()
+    }
+
+    /// Starts a refresh of a stale set unless one runs or one began within
+    /// `min_refresh`; the tokens meanwhile are checked against the stale set.
+    fn refresh_in_background(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Ok(mut flight) = Arc::clone(&self.shared.flight).try_lock_owned() else {
+            return;
+        };
+        let now = Instant::now();
+        if !flight.due(now, self.min_refresh) {
+            return;
+        }
+        flight.began = Some(now);
+        runtime.spawn(self.fetch_holding(flight));
+    }
+
+    /// Fetches the set and keeps it if it is good, holding `flight` until
+    /// then. A failed fetch keeps the set held.
+    fn fetch_holding(
+        &self,
+        flight: tokio::sync::OwnedMutexGuard<Flight>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let this = self.clone();
+        async move {
+            if let Some(set) = this.fetch().await {
+                this.shared.replace(set);
+            }
+            this.shared.ended.fetch_add(1, Ordering::Release);
+            drop(flight);
+        }
+    }
+
+    /// One fetch of the set, `None` (logged) when it fails.
+    async fn fetch(&self) -> Option<KeySet> {
+        let began = Instant::now();
         let answer = match self.client.get(&self.url).send().await {
             Ok(answer) if answer.status().is_success() => answer,
             Ok(answer) => {
-                tracing::warn!(url = self.url, status = %answer.status(), "could not fetch the JWKS");
-                return;
+                tracing::warn!(url = self.url, status = %answer.status(), "could not fetch the JWKS; the keys held stay in use");
+                return None;
             }
             Err(error) => {
-                tracing::warn!(url = self.url, %error, "could not fetch the JWKS");
-                return;
+                tracing::warn!(url = self.url, %error, "could not fetch the JWKS; the keys held stay in use");
+                return None;
             }
         };
         let ttl = answer
@@ -348,8 +506,8 @@ impl Jwks {
         let set: JwkSet = match answer.json().await {
             Ok(set) => set,
             Err(error) => {
-                tracing::warn!(url = self.url, %error, "the JWKS is not a JWK set");
-                return;
+                tracing::warn!(url = self.url, %error, "the JWKS is not a JWK set; the keys held stay in use");
+                return None;
             }
         };
         let mut keys = HashMap::new();
@@ -375,13 +533,15 @@ impl Jwks {
             keys = keys.len() + anonymous.len(),
             "fetched the JWKS"
         );
-        cache.keys = keys;
-        cache.anonymous = anonymous;
-        cache.expires = Some(now + ttl);
+        Some(KeySet {
+            keys,
+            anonymous,
+            expires: began + ttl,
+        })
     }
 }
 
-impl KeyCache {
+impl KeySet {
     fn find(&self, kid: Option<&str>, alg: Algorithm) -> Option<DecodingKey> {
         // A key declared for one algorithm is not used for another.
         let fits = |(key, declared): &(DecodingKey, Option<Algorithm>)| {
@@ -568,6 +728,68 @@ mod tests {
                 .await,
             Ok("alice".into())
         );
+    }
+
+    #[tokio::test]
+    async fn a_sub_with_control_characters_or_too_long_is_refused() {
+        let auth = Auth::jwt(b"s3cret".to_vec());
+        let user = |sub: &str| {
+            let token = sign_jwt(b"s3cret", sub, 2000);
+            let auth = auth.clone();
+            async move { auth.user(Some(&format!("Bearer {token}")), 1000).await }
+        };
+        // A NUL would make every PostgreSQL write of this user fail.
+        assert_eq!(user("alice\0").await, Err(AuthError::InvalidSubject));
+        assert_eq!(user("\0").await, Err(AuthError::InvalidSubject));
+        for control in ['\n', '\r', '\t', '\u{1b}', '\u{7f}', '\u{85}'] {
+            assert_eq!(
+                user(&format!("ali{control}ce")).await,
+                Err(AuthError::InvalidSubject),
+                "{control:?}"
+            );
+        }
+        let longest = "a".repeat(MAX_SUBJECT_BYTES);
+        assert_eq!(user(&longest).await, Ok(longest.clone()));
+        assert_eq!(
+            user(&format!("{longest}a")).await,
+            Err(AuthError::InvalidSubject)
+        );
+        // Bytes, not characters: 128 two-byte characters are 256 bytes.
+        assert_eq!(user(&"é".repeat(128)).await, Err(AuthError::InvalidSubject));
+        // Ids as providers issue them pass, spaces and non-ASCII included.
+        for sub in [
+            "auth0|64f1c2e9a1b2c3d4e5f60718",
+            "user_2abcDEF",
+            "0b6f6f8e-3a1c-4c1e-9d2a-7b1f0e3c5a9d",
+            "Zoë Dupont",
+        ] {
+            assert_eq!(user(sub).await, Ok(sub.to_owned()));
+        }
+    }
+
+    #[test]
+    fn a_jwks_without_audience_or_issuer_is_warned_about() {
+        let jwks = || Auth::none().with_jwks("https://id.example/jwks.json");
+        let warnings = jwks().warnings();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("without an audience") && warnings[0].contains("ANY other"),
+            "{warnings:?}"
+        );
+        assert!(warnings[1].contains("without an issuer"), "{warnings:?}");
+        let warnings = jwks().with_audience("authenticated").warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("without an issuer"), "{warnings:?}");
+        assert!(
+            jwks()
+                .with_audience("authenticated")
+                .with_issuer("https://id.example")
+                .warnings()
+                .is_empty()
+        );
+        // A shared secret is the application's own: no provider-wide keys.
+        assert!(Auth::jwt(b"s3cret".to_vec()).warnings().is_empty());
+        assert!(Auth::none().warnings().is_empty());
     }
 
     #[test]

@@ -149,21 +149,61 @@ impl Default for StoreConfig {
     }
 }
 
-/// `[auth]`: HS256 JWTs (`sub` = user id, `exp` required).
+/// `[auth]`: JWT bearer tokens (`sub` = user id, `exp` required), signed
+/// with a shared HS256 secret and/or an identity provider's published keys
+/// (see `auth`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
-    /// The HS256 secret. Without it and without `jwks_url` there is one
-    /// local user.
+    /// The HS256 secret (at least 16 bytes). Without it and without
+    /// `jwks_url` there is one local user.
     pub jwt_secret: Option<String>,
     /// Where the identity provider publishes its signing keys (a JWKS, e.g.
     /// `https://<project>.supabase.co/auth/v1/.well-known/jwks.json`):
-    /// RS/PS/ES256/384 and EdDSA tokens are verified against them.
+    /// RS/PS/ES256/384 and EdDSA tokens are verified against them. Must be
+    /// `https://`: plain `http://` only to `localhost`, 127.0.0.0/8 or
+    /// `[::1]` (keys fetched over plain HTTP can be replaced on the path).
+    /// Set `audience` with it: a provider signs the tokens of all its
+    /// applications with the same keys (`agwire serve` warns without it).
     pub jwks_url: Option<String>,
-    /// Required `aud` (Supabase: `"authenticated"`).
+    /// Required `aud`: a token's `aud` (a string or an array) must name it
+    /// (Supabase: `"authenticated"`). Unset, `aud` is not checked.
     pub audience: Option<String>,
-    /// Required `iss`.
+    /// Required `iss`, exactly (e.g. `https://<project>.supabase.co/auth/v1`).
+    /// Unset, `iss` is not checked.
     pub issuer: Option<String>,
+}
+
+/// `auth.jwks_url` is fetched over HTTPS, or plain HTTP only to a loopback
+/// host (a provider on the same machine, tests): keys fetched over plain
+/// HTTP can be replaced by anyone on the path, and then any token verifies.
+fn check_jwks_url(url: &str) -> Result<(), Error> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| Error::Config(format!("auth.jwks_url: '{url}' is not a URL ({e})")))?;
+    let host = parsed.host_str().unwrap_or_default();
+    match parsed.scheme() {
+        "https" if !host.is_empty() => Ok(()),
+        "http" if is_loopback_host(host) => Ok(()),
+        "http" => Err(Error::Config(format!(
+            "auth.jwks_url must be https:// (got '{url}'): signing keys fetched over plain HTTP can be replaced by anyone on the path, and then any token verifies; plain http:// is allowed only to localhost, 127.0.0.0/8 or [::1]"
+        ))),
+        _ => Err(Error::Config(format!(
+            "auth.jwks_url must be an https:// URL, not '{url}'"
+        ))),
+    }
+}
+
+/// `localhost`, an address in 127.0.0.0/8 or `[::1]` (as `Url` writes
+/// hosts: lower case, IPv4 normalised, IPv6 in brackets).
+fn is_loopback_host(host: &str) -> bool {
+    let unbracketed = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    host == "localhost"
+        || unbracketed
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `[http]`: what every connection and request may take, so that a client
@@ -195,6 +235,15 @@ pub struct HttpConfig {
     /// clients can make the connections hold: at most `max_header_bytes`
     /// + 12 KiB each while a request head arrives.
     pub max_connections: usize,
+    /// Most connections open at once from one client address (an IPv4
+    /// address, an IPv6 /64); past it a new one is answered 503 and closed,
+    /// so that one client cannot hold all `max_connections`. 1,000 by
+    /// default: a share, not a cap — a whole office behind one NAT address
+    /// stays well within it, one client cannot take more than a tenth of
+    /// the default limit. Behind a reverse proxy every connection comes
+    /// from the proxy's address: set it to `max_connections` there (or 0,
+    /// no share) and limit clients at the proxy.
+    pub max_connections_per_peer: usize,
     /// Largest body of the routes that take small JSON documents (profile,
     /// jobs; 413 above it). Runs and uploads have their own limits.
     pub max_body_bytes: usize,
@@ -203,6 +252,14 @@ pub struct HttpConfig {
     /// own (the web app it serves). `*` allows every origin — only sensible
     /// with bearer tokens, which a browser never sends on its own.
     pub cors_allowed_origins: Vec<String>,
+    /// Host names the service answers besides loopback names
+    /// (`localhost`, `*.localhost`), IP addresses and `public_url`'s host:
+    /// `chat.example.com`, `.example.com` for a domain and its subdomains,
+    /// `*` for any. Without authentication a request naming another host
+    /// is refused (403), so that a page whose name an attacker points at
+    /// 127.0.0.1 (DNS rebinding) cannot read the service; with
+    /// authentication the list applies only when set.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for HttpConfig {
@@ -214,8 +271,10 @@ impl Default for HttpConfig {
             max_header_bytes: 32 * 1024,
             max_headers: 100,
             max_connections: 10_000,
+            max_connections_per_peer: 1000,
             max_body_bytes: 64 * 1024,
             cors_allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -356,6 +415,19 @@ impl Config {
                 )));
             }
         }
+        for host in &self.http.allowed_hosts {
+            let name = host.strip_prefix('.').unwrap_or(host);
+            let valid = host == "*"
+                || (!name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b)));
+            if !valid {
+                return Err(Error::Config(format!(
+                    "http.allowed_hosts: '{host}' is not a host name (name, .domain, or *; no scheme or port)"
+                )));
+            }
+        }
         if let Some(url) = &self.public_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
@@ -412,12 +484,8 @@ impl Config {
                 "attachments.url_ttl_seconds must be positive".into(),
             ));
         }
-        if let Some(url) = &self.auth.jwks_url
-            && !(url.starts_with("https://") || url.starts_with("http://"))
-        {
-            return Err(Error::Config(format!(
-                "auth.jwks_url must be an http(s) URL, not '{url}'"
-            )));
+        if let Some(url) = &self.auth.jwks_url {
+            check_jwks_url(url)?;
         }
         let authenticated = self.auth.jwt_secret.is_some() || self.auth.jwks_url.is_some();
         if !self.addr.ip().is_loopback() && !self.insecure_no_auth && !authenticated {
@@ -492,9 +560,47 @@ token_delay_ms = 5
             .unwrap();
         Config::parse("addr = \"0.0.0.0:8080\"\n[auth]\njwks_url = \"https://id.example/jwks\"\n")
             .unwrap();
-        let not_a_url = Config::parse("[auth]\njwks_url = \"id.example/jwks\"\n").unwrap_err();
-        assert!(not_a_url.to_string().contains("jwks_url"), "{not_a_url}");
         let short = Config::parse("[auth]\njwt_secret = \"short\"\n").unwrap_err();
         assert!(short.to_string().contains("16 bytes"), "{short}");
+    }
+
+    #[test]
+    fn a_jwks_url_is_https_or_plain_http_on_loopback_only() {
+        let with = |url: &str| Config::parse(&format!("[auth]\njwks_url = \"{url}\"\n"));
+        for allowed in [
+            "https://id.example/.well-known/jwks.json",
+            "https://10.0.0.5:8443/jwks",
+            "http://localhost:9999/jwks.json",
+            "http://LOCALHOST/jwks.json",
+            "http://127.0.0.1:4000/jwks.json",
+            "http://127.8.9.10/jwks.json",
+            "http://[::1]:4000/jwks.json",
+        ] {
+            with(allowed).unwrap_or_else(|e| panic!("{allowed}: {e}"));
+        }
+        for refused in [
+            "http://id.example/.well-known/jwks.json",
+            "http://10.0.0.5/jwks.json",
+            "http://[::2]/jwks.json",
+            "http://0.0.0.0/jwks.json",
+            // Names that merely start like a loopback host.
+            "http://localhost.evil.example/jwks.json",
+            "http://127.0.0.1.nip.io/jwks.json",
+            "http://localhost@id.example/jwks.json",
+        ] {
+            let error = with(refused).unwrap_err().to_string();
+            assert!(
+                error.contains("auth.jwks_url") && error.contains("plain HTTP"),
+                "{refused}: {error}"
+            );
+        }
+        for not_https in [
+            "id.example/jwks",
+            "ftp://id.example/jwks",
+            "file:///etc/jwks.json",
+        ] {
+            let error = with(not_https).unwrap_err().to_string();
+            assert!(error.contains("auth.jwks_url"), "{not_https}: {error}");
+        }
     }
 }

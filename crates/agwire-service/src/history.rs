@@ -13,24 +13,17 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::error::Error;
 use crate::store::StoredMessage;
 
-/// The calendar day of a stored message in `tz`.
-fn day_of(message: &StoredMessage, tz: &TimeZone) -> Option<Date> {
-    let at = jiff::Timestamp::from_millisecond(message.created_at).ok()?;
-    Some(at.to_zoned(tz.clone()).date())
-}
-
-/// Whether a message is shown in history (user messages, and assistant
-/// messages with text).
-/// User messages, and assistant messages that say something or carry a UI
-/// (one that only called tools is plumbing).
-fn shown(stored: &StoredMessage) -> bool {
-    match &stored.message {
+/// Whether history shows a message: user messages, and assistant messages
+/// that say something (one that only called tools is plumbing) — or that
+/// carry a UI, which the store marks shown when it is given one. Decided
+/// when the message is stored, so that a day is read by an index.
+pub(crate) fn shown(message: &Message) -> bool {
+    match message {
         Message::User(_) => true,
-        Message::Assistant(a) => {
-            a.content.as_ref().is_some_and(|c| !c.is_empty()) || stored.ui_schema.is_some()
-        }
+        Message::Assistant(a) => a.content.as_ref().is_some_and(|c| !c.is_empty()),
         _ => false,
     }
 }
@@ -97,43 +90,93 @@ struct AssistantEntry {
     timestamp: String,
 }
 
-/// The snapshot of `thread_id` for the day before `before` (or the latest).
-/// `sign` turns a stored attachment URL into one the client may fetch now.
-pub(crate) fn snapshot(
-    thread_id: Option<&str>,
-    messages: &[StoredMessage],
+/// What a snapshot reads of a thread: its shown messages, by when they
+/// were stored — one day's worth at a time, never the whole thread (the
+/// store answers both from an index).
+#[async_trait::async_trait]
+pub(crate) trait ShownMessages: Sync {
+    /// When the latest shown message stored strictly before `before_ms`
+    /// was stored, if one was.
+    async fn last_shown_before(&self, before_ms: i64) -> Result<Option<i64>, Error>;
+
+    /// The shown messages stored in `[from_ms, to_ms)`, in thread order.
+    async fn shown_between(&self, from_ms: i64, to_ms: i64) -> Result<Vec<StoredMessage>, Error>;
+}
+
+/// A thread of a store, as [`ShownMessages`].
+pub(crate) struct StoredThread<'a> {
+    pub(crate) store: &'a dyn crate::store::Store,
+    pub(crate) thread_id: &'a str,
+}
+
+#[async_trait::async_trait]
+impl ShownMessages for StoredThread<'_> {
+    async fn last_shown_before(&self, before_ms: i64) -> Result<Option<i64>, Error> {
+        self.store
+            .last_shown_before(self.thread_id, before_ms)
+            .await
+    }
+
+    async fn shown_between(&self, from_ms: i64, to_ms: i64) -> Result<Vec<StoredMessage>, Error> {
+        self.store
+            .shown_messages(self.thread_id, from_ms, to_ms)
+            .await
+    }
+}
+
+/// When `day` starts in `tz` (ms since the epoch): `None` past the last
+/// instant a timestamp can hold, `Some(i64::MIN)` before the first.
+fn start_of(day: Date, tz: &TimeZone) -> Option<i64> {
+    match day.to_zoned(tz.clone()) {
+        Ok(start) => Some(start.timestamp().as_millisecond()),
+        Err(_) if day.year() > 0 => None,
+        Err(_) => Some(i64::MIN),
+    }
+}
+
+/// The day a snapshot shows, read from `thread`: the latest day in `tz`
+/// strictly before `before` with a shown message, its shown messages, and
+/// whether an earlier day has any. Three indexed reads, whatever the
+/// thread's length.
+pub(crate) async fn read_day(
+    thread: &dyn ShownMessages,
     tz: &TimeZone,
     before: Option<Date>,
+) -> Result<(Option<Date>, bool, Vec<StoredMessage>), Error> {
+    let bound = before.and_then(|b| start_of(b, tz)).unwrap_or(i64::MAX);
+    let Some(last) = thread.last_shown_before(bound).await? else {
+        return Ok((None, false, Vec::new()));
+    };
+    let Ok(at) = jiff::Timestamp::from_millisecond(last) else {
+        return Ok((None, false, Vec::new()));
+    };
+    let day = at.to_zoned(tz.clone()).date();
+    let start = start_of(day, tz).unwrap_or(i64::MIN);
+    let end = day
+        .tomorrow()
+        .ok()
+        .and_then(|next| start_of(next, tz))
+        .unwrap_or(i64::MAX)
+        .min(bound);
+    let messages = thread.shown_between(start, end).await?;
+    let has_more = thread.last_shown_before(start).await?.is_some();
+    Ok((Some(day), has_more, messages))
+}
+
+/// The snapshot of `thread_id` showing `day` (see [`read_day`]). `sign`
+/// turns a stored attachment URL into one the client may fetch now.
+pub(crate) fn snapshot(
+    thread_id: Option<&str>,
+    (day, has_more, messages): (Option<Date>, bool, Vec<StoredMessage>),
     sign: &dyn Fn(&str) -> String,
 ) -> HistoryDay {
-    let mut snapshot = HistoryDay {
+    HistoryDay {
         scope: Scope::HistoryDay,
         thread_id: thread_id.map(str::to_owned),
-        day: None,
-        has_more: false,
-        messages: Vec::new(),
-    };
-    let visible: Vec<(&StoredMessage, Date)> = messages
-        .iter()
-        .filter(|m| shown(m))
-        .filter_map(|m| day_of(m, tz).map(|d| (m, d)))
-        .collect();
-    let Some(day) = visible
-        .iter()
-        .map(|(_, d)| *d)
-        .filter(|d| before.is_none_or(|b| *d < b))
-        .max()
-    else {
-        return snapshot;
-    };
-    snapshot.day = Some(day.to_string());
-    snapshot.has_more = visible.iter().any(|(_, d)| *d < day);
-    snapshot.messages = visible
-        .iter()
-        .filter(|(_, d)| *d == day)
-        .map(|(m, _)| render(m, sign))
-        .collect();
-    snapshot
+        day: day.map(|d| d.to_string()),
+        has_more,
+        messages: messages.iter().map(|m| render(m, sign)).collect(),
+    }
 }
 
 fn render(stored: &StoredMessage, sign: &dyn Fn(&str) -> String) -> HistoryMessage {
@@ -198,6 +241,35 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A thread held in memory, read as the store reads one.
+    struct Thread(Vec<StoredMessage>);
+
+    #[async_trait::async_trait]
+    impl ShownMessages for Thread {
+        async fn last_shown_before(&self, before_ms: i64) -> Result<Option<i64>, Error> {
+            Ok(self
+                .0
+                .iter()
+                .filter(|m| is_shown(m) && m.created_at < before_ms)
+                .map(|m| m.created_at)
+                .max())
+        }
+
+        async fn shown_between(&self, from: i64, to: i64) -> Result<Vec<StoredMessage>, Error> {
+            Ok(self
+                .0
+                .iter()
+                .filter(|m| is_shown(m) && (from..to).contains(&m.created_at))
+                .cloned()
+                .collect())
+        }
+    }
+
+    /// As the store marks it: by its message, or by the UI it was given.
+    fn is_shown(stored: &StoredMessage) -> bool {
+        shown(&stored.message) || stored.ui_schema.is_some()
+    }
+
     /// A snapshot as the API sends it.
     fn snapshot(
         thread_id: Option<&str>,
@@ -206,7 +278,11 @@ mod tests {
         before: Option<Date>,
         sign: &dyn Fn(&str) -> String,
     ) -> Value {
-        serde_json::to_value(super::snapshot(thread_id, messages, tz, before, sign)).unwrap()
+        let thread = Thread(messages.to_vec());
+        let day = futures_util::FutureExt::now_or_never(read_day(&thread, tz, before))
+            .unwrap()
+            .unwrap();
+        serde_json::to_value(super::snapshot(thread_id, day, sign)).unwrap()
     }
 
     fn at(iso: &str) -> i64 {
@@ -283,6 +359,15 @@ mod tests {
             days(&la, Some("2026-03-14")),
             (json!(null), json!(false), vec![])
         );
+        // The calendar's ends, in zones either side of UTC: no overflow.
+        let tokyo = TimeZone::get("Asia/Tokyo").unwrap();
+        for tz in [&utc, &la, &tokyo] {
+            assert_eq!(days(tz, Some("9999-12-31")).0, days(tz, None).0);
+            assert_eq!(
+                days(tz, Some("-009999-01-01")),
+                (json!(null), json!(false), vec![])
+            );
+        }
     }
 
     #[test]

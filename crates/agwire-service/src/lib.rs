@@ -13,6 +13,7 @@ pub mod jobs;
 mod metrics;
 pub mod run;
 mod service;
+pub mod storable;
 pub mod store;
 pub mod threads;
 pub mod validate;

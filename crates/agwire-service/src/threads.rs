@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use agwire_core::Message;
+use agwire_core::UserMessage;
 use futures_util::StreamExt;
 
 use crate::engine::Engine;
@@ -29,15 +29,20 @@ const CANCEL_WAIT: Duration = Duration::from_secs(30);
 const ACTIVE_SCAN: u32 = 100;
 
 /// What a thread is called: its owner's title, else the first line of its
-/// first user message (cut to [`DERIVED_TITLE_CHARS`]), else nothing (a
-/// thread whose first turn was only images, or that has none yet).
+/// first user message (stored with the thread when that message was), else
+/// nothing (a thread whose first turn was only images, or that has none
+/// yet).
 pub fn title(thread: &ThreadRecord) -> String {
-    if let Some(title) = &thread.title {
-        return title.clone();
-    }
-    let Some(Message::User(first)) = &thread.first_user_message else {
-        return String::new();
-    };
+    thread
+        .title
+        .clone()
+        .or_else(|| thread.derived_title.clone())
+        .unwrap_or_default()
+}
+
+/// What a user message would call its thread: the first line of its text,
+/// cut to [`DERIVED_TITLE_CHARS`] (then "…"); empty when it has no text.
+pub fn derived_title(first: &UserMessage) -> String {
     let text = first.content.text();
     let line = text
         .lines()
@@ -123,11 +128,15 @@ mod tests {
         ThreadRecord {
             thread_id: "t".into(),
             title: own.map(str::to_owned),
-            first_user_message: first.map(|text| {
-                serde_json::from_value(
+            derived_title: first.map(|text| {
+                let message = serde_json::from_value(
                     serde_json::json!({"id": "u", "role": "user", "content": text}),
                 )
-                .unwrap()
+                .unwrap();
+                let agwire_core::Message::User(user) = message else {
+                    unreachable!()
+                };
+                derived_title(&user)
             }),
             created_at: 0,
             last_active_at: 0,

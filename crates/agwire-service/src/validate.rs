@@ -6,8 +6,10 @@
 //! UUID → `runId` length → message count → user text length →
 //! `forwardedProps` → exactly one user message → it comes first → attachment
 //! rules (image type, url, no data, at most three) → signed URLs →
-//! `client_time` fields → frontend tools colliding with backend tools. Every
-//! failure but the first is 422; the first failing rule is the one reported.
+//! `client_time` fields → frontend tools colliding with backend tools → no
+//! string holds the NUL character, which a store cannot hold
+//! ([`crate::storable`]). Every failure but the first is 422; the first
+//! failing rule is the one reported.
 //!
 //! The agent-run API's own front end writes legacy `binary` content blocks; the core
 //! decoder would upgrade or drop them, so attachments are judged on the raw
@@ -205,6 +207,12 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejectio
         return Err(Rejection::unprocessable(format!(
             "RunAgentInput.tools: '{}' is the name of a backend tool; frontend tools must not reuse it",
             tool.name
+        )));
+    }
+    if let Some(at) = crate::storable::nul_in_json(body) {
+        return Err(Rejection::unprocessable(format!(
+            "invalid RunAgentInput: {}",
+            crate::storable::nul_detail(&at)
         )));
     }
     Ok(ValidRun {

@@ -90,12 +90,12 @@ async fn silent_stalled_and_idle_connections_are_closed() {
     // Sends half its headers.
     let mut partial = TcpStream::connect(addr).await.unwrap();
     partial
-        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: ")
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nx-slow: ")
         .await
         .unwrap();
     // Completes a request, then idles on the kept-alive connection.
     let mut idle = TcpStream::connect(addr).await.unwrap();
-    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
         .await
         .unwrap();
     let ((a, after_a), (b, after_b), (c, after_c)) = tokio::join!(
@@ -116,13 +116,65 @@ async fn silent_stalled_and_idle_connections_are_closed() {
     assert_eq!(parse(&c).0, 200, "the request itself was answered");
 }
 
+/// Opens a connection to `addr` and has one request answered on it, kept
+/// alive: a connection the service holds.
+async fn held(addr: SocketAddr) -> TcpStream {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut chunk))
+            .await
+            .expect("answered in time")
+            .unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    assert_eq!(parse(&seen).0, 200, "{}", String::from_utf8_lossy(&seen));
+    tcp
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_holds_at_most_its_share_of_the_connections() {
+    let mut config = Config::default();
+    config.http.max_connections_per_peer = 2;
+    let addr = start(&config, BuiltinAgent::default(), Auth::none())
+        .await
+        .addr;
+    let _held = [held(addr).await, held(addr).await];
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_until_closed(&mut third, Duration::from_secs(10)).await;
+    assert_eq!(
+        parse(&answer),
+        (
+            503,
+            json!({"detail": "too many connections from this address"})
+        ),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    // 0: no share at all.
+    config.http.max_connections_per_peer = 0;
+    let addr = start(&config, BuiltinAgent::default(), Auth::none())
+        .await
+        .addr;
+    let _held = [held(addr).await, held(addr).await, held(addr).await];
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_declared_body_is_refused_at_once_and_a_short_one_times_out() {
     let addr = impatient().await;
     // 1 TB declared, two bytes sent: 413 before anything else arrives.
     let mut huge = TcpStream::connect(addr).await.unwrap();
     huge.write_all(
-        b"POST /api/v1/agent/runs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000000\r\n\r\n{}",
+        b"POST /api/v1/agent/runs HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000000000000\r\n\r\n{}",
     )
     .await
     .unwrap();
@@ -139,7 +191,7 @@ async fn a_huge_declared_body_is_refused_at_once_and_a_short_one_times_out() {
     let opened = Instant::now();
     let mut short = TcpStream::connect(addr).await.unwrap();
     short
-        .write_all(b"PATCH /api/v1/me/profile HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"settings\"")
+        .write_all(b"PATCH /api/v1/me/profile HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"settings\"")
         .await
         .unwrap();
     let (answer, after) =
@@ -356,16 +408,16 @@ async fn framework_errors_are_json_too() {
     let big = "x".repeat(3 * 1024 * 1024);
     let cases: Vec<(Vec<u8>, u16)> = vec![
         (
-            format!("GET /nowhere HTTP/1.1\r\nhost: x\r\n{close}\r\n").into_bytes(),
+            format!("GET /nowhere HTTP/1.1\r\nhost: localhost\r\n{close}\r\n").into_bytes(),
             404,
         ),
         (
-            format!("DELETE /api/v1/agent/runs HTTP/1.1\r\nhost: x\r\n{close}\r\n").into_bytes(),
+            format!("DELETE /api/v1/agent/runs HTTP/1.1\r\nhost: localhost\r\n{close}\r\n").into_bytes(),
             405,
         ),
         (
             [
-                b"GET /api/v1/agent/runs/%FF%FE HTTP/1.1\r\nhost: x\r\n".as_slice(),
+                b"GET /api/v1/agent/runs/%FF%FE HTTP/1.1\r\nhost: localhost\r\n".as_slice(),
                 close.as_bytes(),
                 b"\r\n",
             ]
@@ -374,7 +426,7 @@ async fn framework_errors_are_json_too() {
         ),
         (
             format!(
-                "PATCH /api/v1/me/profile HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
+                "PATCH /api/v1/me/profile HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
                 big.len()
             )
             .into_bytes(),
@@ -382,7 +434,7 @@ async fn framework_errors_are_json_too() {
         ),
         (
             format!(
-                "POST /api/v1/automation/jobs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
+                "POST /api/v1/automation/jobs HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}\r\n{big}",
                 big.len()
             )
             .into_bytes(),
@@ -390,7 +442,7 @@ async fn framework_errors_are_json_too() {
         ),
         (
             format!(
-                "GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: {}\r\n{close}\r\n",
+                "GET /healthz HTTP/1.1\r\nhost: localhost\r\nx-big: {}\r\n{close}\r\n",
                 "y".repeat(40 * 1024)
             )
             .into_bytes(),
@@ -398,7 +450,7 @@ async fn framework_errors_are_json_too() {
         ),
         (
             format!(
-                "GET /healthz HTTP/1.1\r\nhost: x\r\n{}{close}\r\n",
+                "GET /healthz HTTP/1.1\r\nhost: localhost\r\n{}{close}\r\n",
                 (0..150).map(|i| format!("x-h{i}: v\r\n")).collect::<String>()
             )
             .into_bytes(),
@@ -443,7 +495,7 @@ async fn location_is_percent_encoded_and_a_bad_last_event_id_is_400() {
     let (status, body, _) = raw(
         addr,
         &[
-            format!("GET {location} HTTP/1.1\r\nhost: x\r\nconnection: close\r\nlast-event-id: ")
+            format!("GET {location} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\nlast-event-id: ")
                 .as_bytes(),
             b"\xff\xfe1",
             b"\r\n\r\n",

@@ -1,14 +1,17 @@
 //! Tokens from an identity provider that publishes its keys as a JWKS:
 //! EdDSA and ES256 tokens verified against a real JWKS server (over HTTP)
-//! that rotates its keys mid-test, with no restart of the service, and
-//! tokens naming unknown keys that cannot make it fetch more than once per
-//! window. No test waits for a window with a sleep: the flood's window is
-//! an hour, the rotation polls until the new key is fetched.
+//! that rotates its keys mid-test, with no restart of the service; tokens
+//! naming unknown keys that cannot make it fetch more than once per window;
+//! a provider that stalls (a token of a key already held is answered while
+//! the fetch is held) or fails (the last good keys stay in use). No test
+//! waits with a sleep: windows are an hour or zero, the rotation polls until
+//! the new key is fetched, a stalled fetch is held until the test releases
+//! it, and every wait is bounded by [`PATIENCE`].
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,6 +22,7 @@ use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{
     ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair,
 };
+use axum::response::IntoResponse;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -72,38 +76,118 @@ fn token(key: &Key, kid: Option<&str>, sub: &str) -> String {
     jsonwebtoken::encode(&header, &claims, &key.private).unwrap()
 }
 
-/// A JWKS endpoint whose key set the test changes; counts its fetches.
+/// What the JWKS endpoint does when asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Behaviour {
+    /// Answers the key set.
+    Serve,
+    /// Holds the request until [`Provider::release`], then answers.
+    Stall,
+    /// Answers 500.
+    Fail,
+}
+
+/// What the JWKS endpoint publishes and how; the test changes it.
+struct Published {
+    keys: Mutex<Vec<Value>>,
+    /// The answer's `Cache-Control: max-age`.
+    max_age: AtomicU64,
+    behaviour: Mutex<Behaviour>,
+    released: tokio::sync::watch::Sender<bool>,
+    /// Requests received, counted on arrival (a stalled one while held).
+    fetches: AtomicUsize,
+}
+
+/// A JWKS endpoint over HTTP on loopback.
 struct Provider {
     url: String,
-    keys: Arc<Mutex<Vec<Value>>>,
-    fetches: Arc<AtomicUsize>,
+    published: Arc<Published>,
+}
+
+impl Provider {
+    fn fetches(&self) -> usize {
+        self.published.fetches.load(Ordering::SeqCst)
+    }
+
+    fn publish(&self, keys: Vec<Value>) {
+        *self.published.keys.lock().unwrap() = keys;
+    }
+
+    fn set_max_age(&self, seconds: u64) {
+        self.published.max_age.store(seconds, Ordering::SeqCst);
+    }
+
+    fn behave(&self, behaviour: Behaviour) {
+        *self.published.behaviour.lock().unwrap() = behaviour;
+    }
+
+    /// Lets every stalled request (and any later one) answer.
+    fn release(&self) {
+        self.published.released.send_replace(true);
+    }
+}
+
+/// The longest any wait in these tests may take: a bound for a hang, never
+/// a measure of speed.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+async fn jwks_endpoint(
+    axum::extract::State(published): axum::extract::State<Arc<Published>>,
+) -> axum::response::Response {
+    published.fetches.fetch_add(1, Ordering::SeqCst);
+    let behaviour = *published.behaviour.lock().unwrap();
+    if behaviour == Behaviour::Fail {
+        return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    if behaviour == Behaviour::Stall {
+        let mut released = published.released.subscribe();
+        // Bounded: a test that never releases fails, it does not hang.
+        let _ = tokio::time::timeout(PATIENCE, released.wait_for(|r| *r)).await;
+    }
+    // Read after the stall: what the provider publishes when it answers.
+    let keys = published.keys.lock().unwrap().clone();
+    let max_age = published.max_age.load(Ordering::SeqCst);
+    (
+        [("cache-control", format!("public, max-age={max_age}"))],
+        axum::Json(json!({ "keys": keys })),
+    )
+        .into_response()
 }
 
 async fn provider(initial: Vec<Value>) -> Provider {
-    let keys = Arc::new(Mutex::new(initial));
-    let fetches = Arc::new(AtomicUsize::new(0));
-    let (served, counted) = (keys.clone(), fetches.clone());
-    let app = axum::Router::new().route(
-        "/.well-known/jwks.json",
-        axum::routing::get(move || {
-            let (served, counted) = (served.clone(), counted.clone());
-            async move {
-                counted.fetch_add(1, Ordering::SeqCst);
-                let keys = served.lock().unwrap().clone();
-                (
-                    [("cache-control", "public, max-age=3600")],
-                    axum::Json(json!({ "keys": keys })),
-                )
-            }
-        }),
-    );
+    let published = Arc::new(Published {
+        keys: Mutex::new(initial),
+        max_age: AtomicU64::new(3600),
+        behaviour: Mutex::new(Behaviour::Serve),
+        released: tokio::sync::watch::Sender::new(false),
+        fetches: AtomicUsize::new(0),
+    });
+    let app = axum::Router::new()
+        .route("/.well-known/jwks.json", axum::routing::get(jwks_endpoint))
+        .with_state(published.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!(
         "http://{}/.well-known/jwks.json",
         listener.local_addr().unwrap()
     );
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    Provider { url, keys, fetches }
+    Provider { url, published }
+}
+
+/// Polls `done` until it holds; panics with `what` past [`PATIENCE`].
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// `future`, or a panic naming `what` past [`PATIENCE`].
+async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(PATIENCE, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer in {PATIENCE:?}"))
 }
 
 /// `GET /api/v1/me/profile` with `token`: the status and the user id or
@@ -131,6 +215,17 @@ async fn verifying(idp: &Provider, min_refresh: Duration) -> common::Server {
     common::start(&Config::default(), BuiltinAgent::default(), auth).await
 }
 
+/// `token` sent `n` times at once, each naming a key id of its own that no
+/// provider published: the answers.
+async fn flood(addr: std::net::SocketAddr, key: &Key, n: usize) -> Vec<(u16, String)> {
+    let mut requests = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let made_up = token(key, Some(&format!("made-up-{i}")), "mallory");
+        requests.spawn(async move { whoami(addr, &made_up).await });
+    }
+    within("the flood", requests.join_all()).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_key_ids_cannot_flood_the_provider() {
     let first = ed25519("2026-a");
@@ -139,13 +234,32 @@ async fn unknown_key_ids_cannot_flood_the_provider() {
     // A window no test run outlasts: whatever the machine's speed, every
     // request below falls in the first one.
     let server = verifying(&idp, Duration::from_secs(3600)).await;
-    // The published key verifies; the set is fetched once and cached.
+    // Before any key is held, a flood of tokens naming made-up key ids at
+    // once: the first fetch is shared by all of them (one fetch), and each
+    // is refused.
+    let answers = flood(server.addr, &second, 40).await;
+    assert!(
+        answers
+            .iter()
+            .all(|a| *a == (401, "unknown token signing key".into())),
+        "{answers:?}"
+    );
+    assert_eq!(idp.fetches(), 1);
+    // The published key verifies from the cached set.
     let alice = token(&first, Some(first.kid), "alice");
     assert_eq!(whoami(server.addr, &alice).await, (200, "alice".into()));
     assert_eq!(whoami(server.addr, &alice).await, (200, "alice".into()));
-    assert_eq!(idp.fetches.load(Ordering::SeqCst), 1);
-    // Tokens naming a key the provider has not published: refused, and
-    // within the window none of them makes the service fetch again.
+    assert_eq!(idp.fetches(), 1);
+    // Within the window, tokens naming keys the provider has not published
+    // are refused without a fetch: none would even reach a stalled provider.
+    idp.behave(Behaviour::Stall);
+    let answers = flood(server.addr, &second, 40).await;
+    assert!(
+        answers
+            .iter()
+            .all(|a| *a == (401, "unknown token signing key".into())),
+        "{answers:?}"
+    );
     let early = token(&second, Some(second.kid), "bob");
     for _ in 0..20 {
         assert_eq!(
@@ -153,7 +267,8 @@ async fn unknown_key_ids_cannot_flood_the_provider() {
             (401, "unknown token signing key".into())
         );
     }
-    assert_eq!(idp.fetches.load(Ordering::SeqCst), 1);
+    assert_eq!(idp.fetches(), 1);
+    idp.release();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -165,15 +280,15 @@ async fn keys_rotate_without_a_restart() {
     let server = verifying(&idp, min_refresh).await;
     let alice = token(&first, Some(first.kid), "alice");
     assert_eq!(whoami(server.addr, &alice).await, (200, "alice".into()));
-    assert_eq!(idp.fetches.load(Ordering::SeqCst), 1);
+    assert_eq!(idp.fetches(), 1);
 
     // The provider rotates: the new key is published, the old one retired.
-    // A token naming the new key is refused until the window since the last
-    // fetch has passed, then one refetch lets it in.
-    *idp.keys.lock().unwrap() = vec![second.jwk.clone()];
-    let rotated = Instant::now();
+    // A token naming the new key is refused at once, without a fetch, until
+    // the window since the last fetch has passed; then the first one makes
+    // the service refetch, waits for it and is let in.
+    idp.publish(vec![second.jwk.clone()]);
     let bob = token(&second, Some(second.kid), "bob");
-    let mut refused = 0;
+    let deadline = Instant::now() + PATIENCE;
     loop {
         match whoami(server.addr, &bob).await {
             (200, who) => {
@@ -182,20 +297,13 @@ async fn keys_rotate_without_a_restart() {
             }
             answer => assert_eq!(answer, (401, "unknown token signing key".into())),
         }
-        refused += 1;
-        assert!(
-            rotated.elapsed() < Duration::from_secs(30),
-            "the new key was never fetched"
-        );
+        // A refusal never comes from a refetch: the request that refetches
+        // is the one let in.
+        assert_eq!(idp.fetches(), 1, "a token was refused after a refetch");
+        assert!(Instant::now() < deadline, "the new key was never fetched");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // At most one fetch per window: however long that took.
-    let windows = rotated.elapsed().as_millis() / min_refresh.as_millis() + 1;
-    let fetches = idp.fetches.load(Ordering::SeqCst);
-    assert!(
-        fetches >= 2 && (fetches as u128) <= 1 + windows,
-        "{fetches} fetches in {windows} windows ({refused} refusals before the refetch)"
-    );
+    assert_eq!(idp.fetches(), 2, "one refetch lets the new key in");
     // The retired key no longer verifies (the set was replaced).
     assert_eq!(
         whoami(server.addr, &alice).await,
@@ -266,4 +374,114 @@ async fn an_unreachable_provider_refuses_tokens_and_a_shared_secret_still_works(
     let far = jiff::Timestamp::now().as_second() + 600;
     let hs = agwire_service::auth::sign_jwt(secret, "carol", far);
     assert_eq!(whoami(server.addr, &hs).await, (200, "carol".into()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refetch_in_progress_does_not_hold_up_tokens_of_known_keys() {
+    let first = ed25519("2026-a");
+    let second = es256("2026-b");
+    let idp = provider(vec![first.jwk.clone()]).await;
+    // Every token naming a key not held may refetch: the refetch below is
+    // due at once.
+    let server = verifying(&idp, Duration::ZERO).await;
+    let alice = token(&first, Some(first.kid), "alice");
+    assert_eq!(whoami(server.addr, &alice).await, (200, "alice".into()));
+    assert_eq!(idp.fetches(), 1);
+
+    // The provider rotates in a new key but is slow to answer: the first
+    // token naming it makes the service refetch, and that fetch is held.
+    idp.publish(vec![first.jwk.clone(), second.jwk.clone()]);
+    idp.behave(Behaviour::Stall);
+    let addr = server.addr;
+    let bob = token(&second, Some(second.kid), "bob");
+    let rotated = tokio::spawn(async move { whoami(addr, &bob).await });
+    eventually("the refetch never reached the provider", || {
+        idp.fetches() == 2
+    })
+    .await;
+    // A token of a key already held is answered while the fetch is held.
+    assert_eq!(
+        within("a known key during a refetch", whoami(server.addr, &alice)).await,
+        (200, "alice".into())
+    );
+    assert!(
+        !rotated.is_finished(),
+        "the refetch ended before its release"
+    );
+    // Released only now: the held fetch was still the service's when the
+    // known key was answered (a service that made the known key wait for it
+    // gave it up at its timeout, and the new key is then not in).
+    idp.release();
+    assert_eq!(
+        within("the token that refetched", rotated).await.unwrap(),
+        (200, "bob".into())
+    );
+    assert_eq!(idp.fetches(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_set_is_served_while_it_is_refreshed() {
+    let first = ed25519("2026-a");
+    let second = es256("2026-b");
+    let idp = provider(vec![first.jwk.clone()]).await;
+    // The first set is stale as soon as it is fetched.
+    idp.set_max_age(0);
+    let server = verifying(&idp, Duration::ZERO).await;
+    let alice = token(&first, Some(first.kid), "alice");
+    assert_eq!(whoami(server.addr, &alice).await, (200, "alice".into()));
+    assert_eq!(idp.fetches(), 1);
+
+    // A token of a key in the stale set starts a refresh and is answered
+    // from the stale set without waiting for it, although the provider
+    // holds that refresh.
+    idp.publish(vec![first.jwk.clone(), second.jwk.clone()]);
+    idp.set_max_age(3600);
+    idp.behave(Behaviour::Stall);
+    assert_eq!(
+        within(
+            "a stale key during its refresh",
+            whoami(server.addr, &alice)
+        )
+        .await,
+        (200, "alice".into())
+    );
+    eventually("the stale set was never refreshed", || idp.fetches() == 2).await;
+    // Once released, that one refresh brings the new key in: a token naming
+    // it verifies with no fetch of its own (a service that refetched in
+    // line had given the held one up at its timeout, and fetched again).
+    idp.release();
+    let bob = token(&second, Some(second.kid), "bob");
+    assert_eq!(whoami(server.addr, &bob).await, (200, "bob".into()));
+    assert_eq!(idp.fetches(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_provider_keeps_the_last_good_keys_in_use() {
+    let first = ed25519("2026-a");
+    let second = es256("2026-b");
+    let idp = provider(vec![first.jwk.clone()]).await;
+    // Stale at once, and refetched as often as asked: every token below
+    // makes the service try the provider again.
+    idp.set_max_age(0);
+    let server = verifying(&idp, Duration::ZERO).await;
+    let alice = token(&first, Some(first.kid), "alice");
+    assert_eq!(whoami(server.addr, &alice).await, (200, "alice".into()));
+
+    // The provider answers 500 from now on: the keys fetched before still
+    // verify, stale as they are, through several failed refetches.
+    idp.behave(Behaviour::Fail);
+    let failed_from = idp.fetches();
+    let deadline = Instant::now() + PATIENCE;
+    while idp.fetches() < failed_from + 3 {
+        assert_eq!(whoami(server.addr, &alice).await, (200, "alice".into()));
+        assert!(Instant::now() < deadline, "the service never refetched");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(whoami(server.addr, &alice).await, (200, "alice".into()));
+    // A key it never had is unknown, not "unavailable": keys are held.
+    let bob = token(&second, Some(second.kid), "bob");
+    assert_eq!(
+        whoami(server.addr, &bob).await,
+        (401, "unknown token signing key".into())
+    );
 }

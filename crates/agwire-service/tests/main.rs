@@ -16,5 +16,6 @@ mod runs;
 mod service;
 mod store_contract;
 mod threads;
+mod trust;
 mod validate;
 mod validation_http;

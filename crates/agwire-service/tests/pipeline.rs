@@ -369,6 +369,114 @@ async fn the_model_sees_the_users_image() {
     );
 }
 
+/// A run gives its model the user's images newest first, each image once,
+/// at most 16 of them (and 8 MiB): the rest stay references the model is
+/// told about. On a20bc6d4 every image of the history window went inline,
+/// as often as it was sent (here 21 data URLs, the same images again and
+/// again), with no total.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_images_are_inlined_once_each_within_a_budget() {
+    let model = ScriptedModel::new(|request| {
+        if request.json_mode {
+            ScriptedReply::text(r#"{"agent": "general"}"#)
+        } else {
+            ScriptedReply::text("seen")
+        }
+    })
+    .recording();
+    let server = start_brain(brain(&model)).await;
+    let png = |i: usize| {
+        let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR image ".to_vec();
+        bytes.extend(i.to_string().bytes());
+        bytes
+    };
+    let mut urls = Vec::new();
+    for i in 0..20 {
+        urls.push(common::upload(server.addr, &png(i)).await);
+    }
+    let thread = uuid::Uuid::new_v4().to_string();
+    // Seven turns of three images: image 0 in every turn, and two new ones
+    // (15 distinct images, 21 sent).
+    let mut sent: Vec<usize> = Vec::new();
+    for turn in 0..7 {
+        let images = [0, 1 + 2 * turn, 2 + 2 * turn];
+        sent.extend(images);
+        let mut request = body(&thread, &format!("turn{turn}"), "x");
+        let mut parts = vec![json!({"type": "text", "text": format!("turn {turn}")})];
+        for i in images {
+            parts.push(json!({"type": "binary", "mimeType": "image/png", "url": urls[i]}));
+        }
+        request["messages"][0]["content"] = json!(parts);
+        assert_eq!(post(server.addr, &request, None).await.status(), 202);
+        common::wait_status(server.addr, &format!("turn{turn}"), "succeeded").await;
+    }
+    let worker = model
+        .requests()
+        .into_iter()
+        .rfind(|r| !r.json_mode)
+        .unwrap();
+    let mut inline = Vec::new();
+    let mut told = 0;
+    for message in &worker.messages {
+        if let ChatMessage::User { content } = message {
+            for part in content {
+                match part {
+                    agwire_llm::UserPart::ImageUrl(url) => inline.push(url.clone()),
+                    agwire_llm::UserPart::Text(text) if text == "[image attached]" => told += 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let distinct: std::collections::HashSet<&String> = inline.iter().collect();
+    assert_eq!(distinct.len(), inline.len(), "an image went inline twice");
+    assert_eq!(
+        inline.len(),
+        15,
+        "the history's 15 distinct images, each once"
+    );
+    assert_eq!(told, sent.len() - 15, "the repeats stay references");
+    // The newest turn's images are among them.
+    for i in [0, 13, 14] {
+        let common::DataUrl(url) = common::data_url(&png(i));
+        assert!(inline.contains(&url), "image {i}");
+    }
+
+    // Past 16 distinct images, the oldest stay references.
+    for turn in 7..10 {
+        let images = [15 + (turn - 7), 0, 1];
+        let mut request = body(&thread, &format!("turn{turn}"), "x");
+        let mut parts = vec![json!({"type": "text", "text": "more"})];
+        for i in images {
+            parts.push(json!({"type": "binary", "mimeType": "image/png", "url": urls[i]}));
+        }
+        request["messages"][0]["content"] = json!(parts);
+        assert_eq!(post(server.addr, &request, None).await.status(), 202);
+        common::wait_status(server.addr, &format!("turn{turn}"), "succeeded").await;
+    }
+    let worker = model
+        .requests()
+        .into_iter()
+        .rfind(|r| !r.json_mode)
+        .unwrap();
+    let inline: Vec<&String> = worker
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::User { content } => Some(content),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|p| match p {
+            agwire_llm::UserPart::ImageUrl(url) => Some(url),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inline.len(), 16, "at most 16 images inline");
+    let common::DataUrl(newest) = common::data_url(&png(17));
+    assert!(inline.contains(&&newest));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_automation_run_uses_its_jobs_agent_and_tools() {
     let model = ScriptedModel::queue(vec![ScriptedReply::text("Nothing today.")]);

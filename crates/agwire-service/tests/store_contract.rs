@@ -1097,6 +1097,10 @@ mod sqlite {
             "CREATE INDEX threads_by_user ON threads (user_id, last_active_at)".to_owned(),
             "ALTER TABLE threads DROP COLUMN title".to_owned(),
             "ALTER TABLE attachments DROP COLUMN in_bucket".to_owned(),
+            "DROP INDEX messages_shown".to_owned(),
+            "ALTER TABLE messages DROP COLUMN shown".to_owned(),
+            "ALTER TABLE threads DROP COLUMN derived_title".to_owned(),
+            "DROP TABLE attachment_refs".to_owned(),
             job("fresh", "thread-fresh"),
             job("taken", "thread-taken"),
             "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('thread-taken', 'bob', 1, 1)".to_owned(),
@@ -2320,4 +2324,439 @@ async fn finish(store: &dyn Store, task_id: &str, thread: &str, run_id: &str) {
     end(store, task_id, &finished(thread, run_id), &[said])
         .await
         .unwrap();
+}
+
+/// An input no validation judged (the store must survive what the API
+/// refuses: the API is not its only caller).
+fn unvalidated(thread: &str, run_id: &str, text: &str) -> RunAgentInput {
+    serde_json::from_value(json!({
+        "threadId": thread, "runId": run_id, "state": {}, "tools": [], "context": [],
+        "forwardedProps": {},
+        "messages": [{"id": format!("{run_id}-u"), "role": "user", "content": text}]
+    }))
+    .unwrap()
+}
+
+/// A backend that commits many users' calls together (PostgreSQL's
+/// `agwire_accept_many`, `agwire_write_many`) answers each as if alone when
+/// one call holds a value the database refuses (a NUL in text): only that
+/// call fails. On a20bc6d4 PostgreSQL failed the whole batch (SQLSTATE
+/// 22P05 was not taken as one call's fault): most valid accepts got an
+/// error.
+#[tokio::test]
+async fn a_value_one_call_cannot_store_fails_that_call_only() {
+    for (backend, store, _database) in backends().await {
+        let mut tasks = Vec::new();
+        for i in 0..60 {
+            for (user, run_id, text) in [
+                ("alice", format!("ok{i}"), "fine".to_owned()),
+                ("mallory", format!("bad{i}\u{0}"), "poison\u{0}".to_owned()),
+            ] {
+                let store = store.clone();
+                tasks.push((
+                    user,
+                    run_id.clone(),
+                    tokio::spawn(async move {
+                        let input = unvalidated(&thread(), &run_id, &text);
+                        store.accept_run(new_run(user, &input, &run_id)).await
+                    }),
+                ));
+            }
+        }
+        let mut accepted = Vec::new();
+        for (user, run_id, task) in tasks {
+            let answer = task.await.unwrap();
+            if user == "alice" {
+                let answer = answer.unwrap_or_else(|e| panic!("{backend}: {run_id}: {e}"));
+                accepted.push(answer.task_id);
+            }
+        }
+        assert_eq!(accepted.len(), 60, "{backend}");
+
+        // The same for the writes of running runs: one run's end naming a
+        // tool call the database cannot hold fails alone.
+        while !claim_all(&*store).await.is_empty() {}
+        let mut writes = Vec::new();
+        for (i, task_id) in accepted.iter().enumerate() {
+            let store = store.clone();
+            let task_id = task_id.clone();
+            writes.push(tokio::spawn(async move {
+                if i == 7 {
+                    let ask: Message = serde_json::from_value(json!({
+                        "id": "a", "role": "assistant",
+                        "toolCalls": [{"id": "c\u{0}", "type": "function",
+                                       "function": {"name": "confirm\u{0}", "arguments": "{}"}}]}))
+                    .unwrap();
+                    let terminal = finished("t", "r");
+                    let ending = Ending {
+                        status: RunStatus::Succeeded,
+                        error: None,
+                        usage: None,
+                        events: &[],
+                        terminal: &terminal,
+                        output: std::slice::from_ref(&ask),
+                        ui_schema: None,
+                    };
+                    return store.end_run(&task_id, &ending, 3).await.map(|_| ());
+                }
+                store.append_events(&task_id, &[text(i)]).await.map(|_| ())
+            }));
+        }
+        for (i, write) in writes.into_iter().enumerate() {
+            let answer = write.await.unwrap();
+            if i != 7 {
+                answer.unwrap_or_else(|e| panic!("{backend}: write {i}: {e}"));
+            }
+        }
+    }
+}
+
+/// A run's end whose assistant message says something or carries a UI
+/// shows in history; one that only called tools does not; tool messages
+/// never do. History reads a day by index, never the thread.
+#[tokio::test]
+async fn history_reads_one_day_of_shown_messages_by_index() {
+    const DAY: i64 = 86_400_000;
+    for (backend, store, database) in backends().await {
+        let t = thread();
+        let mut said = Vec::new();
+        for day in 0..5 {
+            let now = 1_700_000_000_000 + day * DAY;
+            let run_id = format!("h{day}");
+            let accepted = store
+                .accept_run(NewRun {
+                    now_ms: now,
+                    ..new_run("alice", &input(&t, &run_id, &format!("day {day}")), &run_id)
+                })
+                .await
+                .unwrap();
+            claim_all(&*store).await;
+            let output: Vec<Message> = vec![
+                serde_json::from_value(json!({"id": format!("{run_id}-call"), "role": "assistant",
+                    "toolCalls": [{"id": format!("c{day}"), "type": "function",
+                                   "function": {"name": "get_time", "arguments": "{}"}}]}))
+                .unwrap(),
+                serde_json::from_value(json!({"id": format!("{run_id}-tool"), "role": "tool",
+                    "toolCallId": format!("c{day}"), "content": "noon"}))
+                .unwrap(),
+                serde_json::from_value(json!({"id": format!("{run_id}-a"), "role": "assistant",
+                    "content": format!("answer {day}")}))
+                .unwrap(),
+            ];
+            let terminal = finished(&t, &run_id);
+            let ending = Ending {
+                status: RunStatus::Succeeded,
+                error: None,
+                usage: None,
+                events: &[],
+                terminal: &terminal,
+                output: &output,
+                ui_schema: None,
+            };
+            store
+                .end_run(&accepted.task_id, &ending, now + 1000)
+                .await
+                .unwrap();
+            said.push(now);
+        }
+        let last = store.last_shown_before(&t, i64::MAX).await.unwrap();
+        assert_eq!(last, Some(said[4] + 1000), "{backend}");
+        assert_eq!(
+            store.last_shown_before(&t, said[2]).await.unwrap(),
+            Some(said[1] + 1000),
+            "{backend}"
+        );
+        assert_eq!(
+            store.last_shown_before(&t, said[0]).await.unwrap(),
+            None,
+            "{backend}"
+        );
+        let day: Vec<String> = store
+            .shown_messages(&t, said[3], said[3] + DAY)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| m.message.id().to_owned())
+            .collect();
+        assert_eq!(day, ["h3-u", "h3-a"], "{backend}");
+
+        // The plan: a range of the shown-messages index, whatever the
+        // thread holds.
+        let plans = match &database {
+            Some(pg) => {
+                let pool = sqlx::PgPool::connect(&pg.url).await.unwrap();
+                sqlx::query("SET enable_seqscan = off")
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+                let mut plans = Vec::new();
+                for query in [
+                    "EXPLAIN SELECT MAX(created_at) FROM messages WHERE thread_id = 'x' AND shown AND created_at < 5",
+                    "EXPLAIN SELECT seq FROM messages WHERE thread_id = 'x' AND shown AND created_at >= 1 AND created_at < 5",
+                ] {
+                    let lines: Vec<String> =
+                        sqlx::query_scalar(query).fetch_all(&pool).await.unwrap();
+                    plans.push(lines.join("\n"));
+                }
+                plans
+            }
+            None => Vec::new(),
+        };
+        for plan in &plans {
+            assert!(plan.contains("messages_shown"), "{backend}: {plan}");
+        }
+    }
+}
+
+/// SQLite's plans for the same reads: the shown-messages index.
+#[tokio::test]
+async fn sqlite_reads_a_history_day_by_index() {
+    let dir = std::env::temp_dir().join(format!("agwire-plan-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("agwire.db");
+    drop(SqliteStore::open(&path).await.unwrap());
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    for query in [
+        "EXPLAIN QUERY PLAN SELECT MAX(created_at) FROM messages WHERE thread_id = 'x' AND shown AND created_at < 5",
+        "EXPLAIN QUERY PLAN SELECT seq, body FROM messages WHERE thread_id = 'x' AND shown AND created_at >= 1 AND created_at < 5 ORDER BY seq",
+    ] {
+        let rows: Vec<(i64, i64, i64, String)> =
+            sqlx::query_as(query).fetch_all(&pool).await.unwrap();
+        let plan: Vec<&str> = rows.iter().map(|r| r.3.as_str()).collect();
+        assert!(
+            plan.iter()
+                .any(|p| p.contains("USING") && p.contains("messages_shown")),
+            "{query}: {plan:?}"
+        );
+    }
+}
+
+/// A thread is named by its first user message when that message is
+/// stored — at its accept, or when a waiting run starts — so that listing
+/// threads reads no message.
+#[tokio::test]
+async fn a_thread_is_named_when_its_first_user_message_is_stored() {
+    for (backend, store, _database) in backends().await {
+        // A whole history that opens with an assistant message: no name
+        // until a user message comes.
+        let t = thread();
+        let opening: RunAgentInput = serde_json::from_value(json!({
+            "threadId": t, "runId": "n1", "state": {}, "tools": [], "context": [],
+            "forwardedProps": {},
+            "messages": [{"id": "a0", "role": "assistant", "content": "Welcome"}]
+        }))
+        .unwrap();
+        let whole = Admission {
+            enqueue: false,
+            whole_history: true,
+        };
+        let first = store
+            .accept_run(NewRun {
+                admission: whole,
+                ..new_run("alice", &opening, "n1")
+            })
+            .await
+            .unwrap();
+        let named = |t: String| {
+            let store = store.clone();
+            async move {
+                store
+                    .thread("alice", &t)
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .derived_title
+            }
+        };
+        assert_eq!(named(t.clone()).await, None, "{backend}");
+        claim_all(&*store).await;
+        end(&*store, &first.task_id, &finished(&t, "n1"), &[]).await;
+        // The next turn waits behind a running one, so its message goes in
+        // when it starts: the name with it.
+        let running = input(&t, "n2", "  \n Plan the trip \nmore");
+        let second = store
+            .accept_run(new_run("alice", &running, "n2"))
+            .await
+            .unwrap();
+        assert_eq!(
+            named(t.clone()).await.as_deref(),
+            Some("Plan the trip"),
+            "{backend}"
+        );
+        claim_all(&*store).await;
+        let later = input(&t, "n3", "Something else");
+        store
+            .accept_run(queued_behind("alice", &later, "n3"))
+            .await
+            .unwrap();
+        end(&*store, &second.task_id, &finished(&t, "n2"), &[]).await;
+        claim_all(&*store).await;
+        assert_eq!(
+            named(t.clone()).await.as_deref(),
+            Some("Plan the trip"),
+            "{backend}"
+        );
+
+        // A first message that waits names the thread when it goes in.
+        let u = thread();
+        let blank: RunAgentInput = serde_json::from_value(json!({
+            "threadId": u, "runId": "w1", "state": {}, "tools": [], "context": [],
+            "forwardedProps": {}, "messages": []
+        }))
+        .unwrap();
+        store
+            .accept_run(NewRun {
+                admission: whole,
+                ..new_run("alice", &blank, "w1")
+            })
+            .await
+            .unwrap();
+        claim_all(&*store).await;
+        let waits = input(&u, "w2", "Queued question");
+        store
+            .accept_run(queued_behind("alice", &waits, "w2"))
+            .await
+            .unwrap();
+        assert_eq!(named(u.clone()).await, None, "{backend}");
+        let w1 = store.run("alice", "w1").await.unwrap().unwrap();
+        end(&*store, &w1.task_id, &finished(&u, "w1"), &[]).await;
+        claim_all(&*store).await;
+        assert_eq!(
+            named(u.clone()).await.as_deref(),
+            Some("Queued question"),
+            "{backend}"
+        );
+    }
+}
+
+/// Rows stored before this version, as the version-12 SQLite schema (or
+/// migration 8 on PostgreSQL) held them: after the upgrade each shows in
+/// history as before, names its thread, and refers to its attachments.
+/// `$user` etc. are filled per backend.
+const OLD_ROWS: &[&str] = &[
+    "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('t-old', 'alice', 1, 1)",
+    "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('t-bob', 'bob', 1, 1)",
+    "INSERT INTO attachments (id, user_id, mime_type, size, created_at) VALUES \
+     ('11111111-1111-4111-8111-111111111111', 'alice', 'image/png', 3, 1), \
+     ('22222222-2222-4222-8222-222222222222', 'bob', 'image/png', 3, 1)",
+    r#"INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) VALUES
+     ('t-old', 1, 'u1', 'r1', 'user', '{"id":"u1","role":"user","content":[{"type":"text","text":"\n Old question \nrest"},{"type":"image","source":{"type":"url","value":"attachment:11111111-1111-4111-8111-111111111111"}},{"type":"image","source":{"type":"url","value":"attachment:22222222-2222-4222-8222-222222222222"}}]}', 10),
+     ('t-old', 2, 'a1', 'r1', 'assistant', '{"id":"a1","role":"assistant","toolCalls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}', 11),
+     ('t-old', 3, 't1', 'r1', 'tool', '{"id":"t1","role":"tool","toolCallId":"c","content":"x"}', 12),
+     ('t-old', 4, 'a2', 'r1', 'assistant', '{"id":"a2","role":"assistant","content":"Old answer \u0000"}', 13),
+     ('t-old', 5, 'a3', 'r1', 'assistant', '{"id":"a3","role":"assistant","content":""}', 14),
+     ('t-bob', 1, 'b1', 'r2', 'user', '{"id":"b1","role":"user","content":"bob"}', 10)"#,
+];
+
+/// What the upgrade made of [`OLD_ROWS`].
+async fn check_upgraded(backend: &str, store: &dyn Store) {
+    let shown: Vec<String> = store
+        .shown_messages("t-old", 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.message.id().to_owned())
+        .collect();
+    assert_eq!(shown, ["u1", "a2"], "{backend}");
+    let thread = store.thread("alice", "t-old").await.unwrap().unwrap();
+    assert_eq!(
+        agwire_service::threads::title(&thread),
+        "Old question",
+        "{backend}"
+    );
+    let bobs = store.thread("bob", "t-bob").await.unwrap().unwrap();
+    assert_eq!(agwire_service::threads::title(&bobs), "bob", "{backend}");
+    // Alice's own attachment goes with her thread; bob's is not hers.
+    let deleted = store.delete_thread("alice", "t-old").await.unwrap();
+    assert_eq!(
+        deleted.attachments,
+        ["11111111-1111-4111-8111-111111111111"],
+        "{backend}"
+    );
+    assert!(
+        store
+            .attachment("22222222-2222-4222-8222-222222222222")
+            .await
+            .unwrap()
+            .is_some(),
+        "{backend}"
+    );
+}
+
+#[tokio::test]
+async fn rows_stored_by_the_previous_schema_read_as_before_on_sqlite() {
+    let dir = std::env::temp_dir().join(format!("agwire-upgrade-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("agwire.db");
+    {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true);
+        let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite");
+        let mut files: Vec<_> = std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_str().unwrap() < "0013")
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 12);
+        for file in &files {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(std::fs::read_to_string(file).unwrap()))
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        sqlx::raw_sql("PRAGMA user_version = 12")
+            .execute(&pool)
+            .await
+            .unwrap();
+        for row in OLD_ROWS {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(*row))
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        pool.close().await;
+    }
+    let store = SqliteStore::open(&path).await.unwrap();
+    check_upgraded("sqlite", &store).await;
+}
+
+#[tokio::test]
+async fn rows_stored_by_the_previous_schema_read_as_before_on_postgres() {
+    let Some(database) = PgDatabase::create().await else {
+        return;
+    };
+    {
+        // The migrations before this version, as a binary of that version
+        // applied them (same files, same checksums).
+        let old = std::env::temp_dir().join(format!("agwire-pg-old-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&old).unwrap();
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/postgres");
+        for entry in std::fs::read_dir(root).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().unwrap().to_str().unwrap() < "0009" {
+                std::fs::copy(&path, old.join(path.file_name().unwrap())).unwrap();
+            }
+        }
+        let pool = sqlx::PgPool::connect(&database.url).await.unwrap();
+        sqlx::migrate::Migrator::new(old.as_path())
+            .await
+            .unwrap()
+            .run(&pool)
+            .await
+            .unwrap();
+        for row in OLD_ROWS {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(*row))
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        pool.close().await;
+    }
+    let store = PgStore::connect(&database.url).await.unwrap();
+    check_upgraded("postgres", &store).await;
 }

@@ -49,7 +49,8 @@ pub(crate) struct ServeArgs {
     jwt_secret: Option<String>,
     /// JWKS URL of the identity provider (Supabase, Auth0, Clerk, Keycloak):
     /// RS256/ES256/EdDSA tokens are verified against its keys, refetched on
-    /// rotation.
+    /// rotation. https:// (plain http:// only to a loopback host); set
+    /// --jwt-audience with it.
     #[arg(long, env = "AGWIRE_JWT_JWKS_URL")]
     jwt_jwks_url: Option<String>,
     /// Required `aud` of the tokens (Supabase: authenticated).
@@ -503,7 +504,8 @@ async fn shutdown_signal() {
     }
 }
 
-/// How requests are authenticated, from `[auth]`.
+/// How requests are authenticated, from `[auth]`; what that leaves open
+/// (a JWKS without an audience or an issuer) is logged as warnings.
 fn auth_of(config: &agwire_service::config::AuthConfig) -> Auth {
     if config.jwt_secret.is_none() && config.jwks_url.is_none() {
         return Auth::none();
@@ -520,6 +522,9 @@ fn auth_of(config: &agwire_service::config::AuthConfig) -> Auth {
     }
     if let Some(issuer) = &config.issuer {
         auth = auth.with_issuer(issuer);
+    }
+    for warning in auth.warnings() {
+        tracing::warn!("{warning}");
     }
     auth
 }

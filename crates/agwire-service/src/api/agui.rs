@@ -101,7 +101,7 @@ impl From<IntakeError> for ApiError {
         (status = 409, description = "`the thread already has an active run; wait for it or cancel it`, or `runId '<id>' was already used with a different request`", body = Detail),
         (status = 413, description = "`RunAgentInput payload exceeds size limit`", body = Detail),
         (status = 415, description = "`Content-Type must be application/json`", body = Detail),
-        (status = 422, description = "`invalid RunAgentInput: <what>`, `threadId must be 1 to 128 characters`, `runId must not be empty`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, or a frontend tool named like a backend tool", body = Detail),
+        (status = 422, description = "`invalid RunAgentInput: <what>`, `threadId must be 1 to 128 characters`, `runId must not be empty`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, a frontend tool named like a backend tool, or `invalid RunAgentInput: <pointer> must not contain the NUL character (U+0000)`", body = Detail),
         (status = 503, description = "`the server is shutting down; retry shortly`", body = Detail),
     )
 )]
@@ -112,6 +112,12 @@ pub(super) async fn post_agui(
 ) -> ApiResult {
     let headers = request.headers().clone();
     let (body, format) = intake(&service).json(request).await?;
+    if let Some(at) = crate::storable::nul_in_value(&body, &mut String::new()) {
+        return Err(ApiError::unprocessable(format!(
+            "invalid RunAgentInput: {}",
+            crate::storable::nul_detail(&at)
+        )));
+    }
     let input: RunAgentInput = serde_json::from_value(body)
         .map_err(|error| ApiError::unprocessable(format!("invalid RunAgentInput: {error}")))?;
     check(&input)?;

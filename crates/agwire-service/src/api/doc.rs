@@ -43,7 +43,7 @@ pub(super) const PUBLIC: [&str; 3] = ["health", "openapi", "downloadAttachment"]
 struct Common;
 
 /// The answer of every error not listed on an operation.
-const DEFAULT_ERROR: &str = "Any other error, as `{\"detail\": ...}`: 400 for a request that cannot be read (bad path bytes, a body cut short), 408 when the request takes longer than `http.request_timeout_seconds`, 413 over a body limit, 431 over the header limits, 405 for another method.";
+const DEFAULT_ERROR: &str = "Any other error, as `{\"detail\": ...}`: 400 for a request that cannot be read (bad path bytes, a body cut short, a NUL character `%00` in the URL), 403 for a host the service is not reached by (without auth: DNS rebinding) or a state change another origin's page sent (docs/SECURITY.md), 408 when the request takes longer than `http.request_timeout_seconds`, 413 over a body limit, 415 for a JSON body not sent as `application/json`, 422 for a NUL character in a JSON body, 431 over the header limits, 405 for another method, 503 when the peer has used its share of connections.";
 
 const UNAUTHORIZED: &str = "Missing, malformed, expired or foreign bearer token (with auth configured). `WWW-Authenticate: Bearer`.";
 

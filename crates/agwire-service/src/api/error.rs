@@ -110,10 +110,15 @@ impl From<Error> for ApiError {
                     "attachment storage is unavailable; retry shortly",
                 )
             }
-            Error::LogUnavailable(why) => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("could not write to the run log: {why}"),
-            ),
+            Error::LogUnavailable(why) => {
+                // The database's own words (addresses, names) are for the
+                // operator.
+                tracing::error!(%why, "the run log is unavailable");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "could not write to the run log; retry shortly",
+                )
+            }
             error => {
                 // The cause is for the operator, not the client.
                 tracing::error!(%error, "internal error");
@@ -138,5 +143,25 @@ impl IntoResponse for ApiError {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the database said (an address, a user name) stays in the log.
+    /// On a20bc6d4 a 503 carried it to the client.
+    #[test]
+    fn an_unavailable_log_does_not_tell_the_client_why() {
+        let error = ApiError::from(Error::LogUnavailable(
+            "error communicating with database: connection refused (10.0.0.5:5432, user agwire)"
+                .into(),
+        ));
+        assert_eq!(error.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            error.detail,
+            "could not write to the run log; retry shortly"
+        );
     }
 }

@@ -48,14 +48,6 @@ pub(super) async fn get_history(
         },
         None => store.latest_thread(&user).await?,
     };
-    let messages = match &thread {
-        Some(thread) => {
-            store
-                .thread_messages(thread, &["user", "assistant"])
-                .await?
-        }
-        None => Vec::new(),
-    };
     let tz = store
         .settings(&user)
         .await?
@@ -63,14 +55,24 @@ pub(super) async fn get_history(
         .and_then(Value::as_str)
         .and_then(|name| jiff::tz::TimeZone::get(name).ok())
         .unwrap_or(jiff::tz::TimeZone::UTC);
-    let presigned = presigned(&service, &user, &messages).await?;
-    let snapshot =
-        crate::history::snapshot(thread.as_deref(), &messages, &tz, before, &|reference| {
-            match presigned.get(reference) {
-                Some(url) => url.clone(),
-                None => resign(&service, &headers, &user, reference),
-            }
-        });
+    // One day of the thread, read by index: never the whole thread.
+    let day = match &thread {
+        Some(thread_id) => {
+            let thread = crate::history::StoredThread {
+                store: &**store,
+                thread_id,
+            };
+            crate::history::read_day(&thread, &tz, before).await?
+        }
+        None => (None, false, Vec::new()),
+    };
+    let presigned = presigned(&service, &user, &day.2).await?;
+    let snapshot = crate::history::snapshot(thread.as_deref(), day, &|reference| match presigned
+        .get(reference)
+    {
+        Some(url) => url.clone(),
+        None => resign(&service, &headers, &user, reference),
+    });
     Ok(axum::Json(snapshot).into_response())
 }
 
@@ -90,12 +92,8 @@ async fn presigned(
     else {
         return Ok(urls);
     };
-    let bodies = messages
-        .iter()
-        .map(|m| serde_json::to_string(&m.message))
-        .collect::<Result<Vec<_>, _>>()?;
     let now_s = now_ms() / 1000;
-    for id in crate::attachments::references(bodies.iter().map(String::as_str)) {
+    for id in crate::attachments::image_references(messages.iter().map(|m| &m.message)) {
         let Some(record) = service.engine.store.attachment(&id).await? else {
             continue;
         };

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 
 use super::doc::bodies::JobInput;
 use super::error::Detail;
+use super::input::JsonBody;
 use super::runs::RunView;
 use super::{ApiError, ApiResult, User};
 use crate::jobs::{JobView, MAX_JOBS_PER_USER, apply};
@@ -55,7 +56,7 @@ const INVALID_JOB: &str = "`<field> is required`, `invalid schedule: <why>` (`ev
 pub(super) async fn create(
     State(service): State<Service>,
     User(user): User,
-    body: axum::body::Bytes,
+    JsonBody(body): JsonBody,
 ) -> ApiResult {
     let patch = body_object(&body)?;
     for required in ["name", "schedule", "timezone", "prompt"] {
@@ -154,7 +155,7 @@ pub(super) async fn update(
     State(service): State<Service>,
     User(user): User,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    JsonBody(body): JsonBody,
 ) -> ApiResult {
     let mut job = owned(&service, &user, &id).await?;
     let patch = body_object(&body)?;

@@ -84,6 +84,9 @@ pub(crate) fn header_limits(
     }
 }
 
+/// The 413 of the routes that take small JSON documents (`http.max_body_bytes`).
+pub(crate) const BODY_TOO_LARGE: &str = "the request body exceeds the size limit";
+
 /// Bodies declared over a limit by at most this much are read to their end
 /// (and dropped) after the 413 is sent, so the client finishes writing and
 /// reads the answer instead of finding its socket reset mid-upload (what
@@ -135,32 +138,6 @@ pub(crate) fn body_limit(
             response
         })
     }
-}
-
-/// Whether the request says its body is JSON (`application/json` or
-/// `application/*+json`, any parameters). Both run endpoints require it: a
-/// body sent as `text/plain` is 415, not guessed at.
-fn declares_json(headers: &axum::http::HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| {
-            let v = v.trim().to_ascii_lowercase();
-            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
-        })
-}
-
-/// The 415 both run endpoints answer unless the request
-/// [`declares_json`].
-pub(crate) fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
-    if declares_json(headers) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "Content-Type must be application/json",
-    ))
 }
 
 /// Reads a whole body of at most `limit` bytes: over it, a 413 saying

@@ -5,10 +5,12 @@
 
 mod agui;
 mod attachments;
+mod browser;
 mod calendar;
 mod doc;
 pub(crate) mod error;
 mod history;
+mod input;
 mod jobs;
 pub(crate) mod limits;
 mod ops;
@@ -110,10 +112,7 @@ impl Service {
             "RunAgentInput payload exceeds size limit",
         );
         let upload_body = limited(upload_limit, "attachment exceeds size limit");
-        let small = limited(
-            http.max_body_bytes,
-            "the request body exceeds the size limit",
-        );
+        let small = limited(http.max_body_bytes, limits::BODY_TOO_LARGE);
         let (router, document) = OpenApiRouter::with_openapi(doc::ApiDoc::openapi())
             .routes(agui_body(routes!(agui::post_agui)))
             .routes(run_body(routes!(runs::post_run)))
@@ -139,6 +138,12 @@ impl Service {
             .routes(small(routes!(calendar::list_events)))
             .split_for_parts();
         let document = ops::Document(doc::finish(document).into());
+        let browsers = browser::Browsers::new(
+            self.auth.is_enabled(),
+            &http.allowed_hosts,
+            &http.cors_allowed_origins,
+            self.options.public_url.as_deref(),
+        );
         router
             .with_state(self.clone())
             .merge(pages)
@@ -157,6 +162,11 @@ impl Service {
             )))
             .layer(from_fn(json_errors))
             .layer(CatchPanicLayer::custom(panicked))
+            .layer(from_fn(input::storable_url))
+            // Inside CORS, whose preflight answers come first.
+            .layer(from_fn(move |request, next| {
+                browsers.clone().guard(request, next)
+            }))
             .layer(tower::util::option_layer(cors(&http.cors_allowed_origins)))
             .layer(
                 TraceLayer::new_for_http()

@@ -1,7 +1,6 @@
 //! `GET/PATCH /api/v1/me/profile`: the user's settings (`timezone`,
 //! `locale`, and whatever else the front end keeps there).
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use serde::Serialize;
@@ -10,6 +9,7 @@ use utoipa::ToSchema;
 
 use super::doc::bodies::ProfilePatch;
 use super::error::Detail;
+use super::input::JsonBody;
 use super::{ApiError, ApiResult, User, now_ms};
 use crate::service::Service;
 
@@ -68,7 +68,7 @@ fn is_locale(tag: &str) -> bool {
 pub(super) async fn patch_profile(
     State(service): State<Service>,
     User(user): User,
-    body: Bytes,
+    JsonBody(body): JsonBody,
 ) -> ApiResult {
     let Ok(Value::Object(patch)) = serde_json::from_slice::<Value>(&body) else {
         return Err(ApiError::unprocessable(

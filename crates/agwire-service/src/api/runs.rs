@@ -130,7 +130,7 @@ pub(super) async fn post_run(
     request: Request,
 ) -> ApiResult {
     let headers = request.headers().clone();
-    super::limits::require_json(&headers)?;
+    super::input::require_json(&headers)?;
     // One byte over the limit is enough to know.
     let body = super::limits::read_body(
         request.into_body(),

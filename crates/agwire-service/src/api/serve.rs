@@ -1,7 +1,8 @@
 //! Serving a router on a TCP listener, with what every connection gets: a
 //! deadline for its request headers (which is also its idle timeout), a
 //! deadline for each write (a client that stops reading is disconnected),
-//! bounded header buffers, a bounded number of connections, TCP keep-alive to notice vanished peers, and a
+//! bounded header buffers, a bounded number of connections (and a share of
+//! them per client address), TCP keep-alive to notice vanished peers, and a
 //! graceful shutdown.
 //!
 //! The connections are `agwire_http1`'s (through `agwire_server::serve_with`): an idle
@@ -48,6 +49,9 @@ impl Service {
             .max_head_bytes(http.max_header_bytes.saturating_add(REQUEST_LINE_BYTES))
             .max_headers(http.max_headers)
             .max_connections(Some(http.max_connections))
+            .max_connections_per_peer(
+                (http.max_connections_per_peer > 0).then_some(http.max_connections_per_peer),
+            )
             .tcp_keepalive(Some(TCP_KEEPALIVE))
             .drain_timeout(Some(SHUTDOWN_LINGER));
         agwire_server::serve_with(listener, app, config, shutdown).await

@@ -10,6 +10,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::Detail;
+use super::input::JsonBody;
 use super::{ApiError, ApiResult, User};
 use crate::service::Service;
 use crate::store::{PendingToolCall, ThreadRecord};
@@ -226,7 +227,7 @@ pub(super) async fn rename(
     State(service): State<Service>,
     User(user): User,
     Path(thread_id): Path<String>,
-    body: axum::body::Bytes,
+    JsonBody(body): JsonBody,
 ) -> ApiResult<axum::Json<ThreadView>> {
     let Ok(Value::Object(patch)) = serde_json::from_slice::<Value>(&body) else {
         return Err(ApiError::unprocessable("the body must be a JSON object"));

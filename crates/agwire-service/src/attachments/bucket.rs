@@ -339,30 +339,53 @@ impl Bucket {
     /// and carries a SigV4 query signature whose date and lifetime put its
     /// end after `now_s` (whether the signature is right is
     /// [`Bucket::verify_url`]'s to say).
+    ///
+    /// The date and lifetime are read from exactly the query the signature
+    /// covers: the URL parsed as a whole, no fragment (the bucket never
+    /// presigns one, and its text is not signed: `#&X-Amz-Expires=…` must
+    /// not stretch a lifetime), no parameter named twice, a lifetime of at
+    /// most SigV4's seven days, and checked arithmetic.
     pub fn id_of_url(&self, url: &str, now_s: i64) -> Option<String> {
         let rest = url.strip_prefix(&self.base)?;
-        let (id, query) = rest.split_once('?')?;
+        let (id, _) = rest.split_once('?')?;
         if !super::is_id(id) {
             return None;
         }
+        let parsed = reqwest::Url::parse(url).ok()?;
+        if parsed.fragment().is_some() {
+            return None;
+        }
         let (mut date, mut expires, mut signed) = (None, None, false);
-        for pair in query.split('&') {
-            match pair.split_once('=') {
-                Some(("X-Amz-Date", v)) => date = Some(v),
-                Some(("X-Amz-Expires", v)) => expires = v.parse::<i64>().ok(),
-                Some(("X-Amz-Signature", v)) => signed = !v.is_empty(),
+        let mut names = std::collections::HashSet::new();
+        for (name, value) in parsed.query_pairs() {
+            if !names.insert(name.clone()) {
+                return None;
+            }
+            match name.as_ref() {
+                "X-Amz-Date" => date = Some(value),
+                "X-Amz-Expires" => {
+                    expires = value
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|s| (1..=MAX_PRESIGNED_SECONDS).contains(s));
+                }
+                "X-Amz-Signature" => signed = !value.is_empty(),
                 _ => {}
             }
         }
-        let start = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%SZ", date?)
+        let start = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%SZ", date?.as_ref())
             .ok()?
             .to_zoned(jiff::tz::TimeZone::UTC)
             .ok()?
             .timestamp()
             .as_second();
-        (signed && start + expires? > now_s).then(|| id.to_owned())
+        let end = start.checked_add(expires?)?;
+        (signed && end > now_s).then(|| id.to_owned())
     }
 }
+
+/// The longest lifetime SigV4 allows a presigned URL: seven days.
+const MAX_PRESIGNED_SECONDS: i64 = 7 * 24 * 3600;
 
 /// What SigV4 leaves unencoded in a canonical query: letters, digits and
 /// `-._~`.
@@ -427,11 +450,22 @@ mod tests {
                 url.replace("X-Amz-Signature=", "X-Amz-Signature=0"),
                 url.replace("eu-west-3", "us-east-1"),
                 format!("{url}&extra=1"),
+                // Text the signature does not cover must not change what
+                // is read: a fragment, a parameter named twice.
+                format!("{url}#&X-Amz-Expires=604800"),
+                format!("{url}&X-Amz-Expires=604800"),
             ] {
                 assert_eq!(bucket.verify_url(&changed, now_s).await, None, "{changed}");
             }
-            // Past its expiry it verifies no more.
+            // Past its expiry it verifies no more, nor revived by text the
+            // signature does not cover.
             assert_eq!(bucket.verify_url(&url, now_s + 601).await, None);
+            for revived in [format!("{url}#&X-Amz-Expires=604800"), format!("{url}#")] {
+                assert_eq!(bucket.id_of_url(&revived, now_s + 601), None, "{revived}");
+            }
+            // A lifetime past any date a clock can show is not an overflow.
+            let huge = url.replace(expires, &format!("X-Amz-Expires={}", i64::MAX));
+            assert_eq!(bucket.id_of_url(&huge, now_s), None);
         }
     }
 }

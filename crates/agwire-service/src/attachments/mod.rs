@@ -190,7 +190,9 @@ impl Attachments {
 
     /// The attachment id a URL names, if it is a valid, unexpired URL this
     /// service signed for `user`. Only the path and query are judged: the
-    /// host may be whatever the client reached us by.
+    /// host may be whatever the client reached us by. The query must be
+    /// exactly what [`Attachments::sign`] writes (`exp`, `sig`, once each,
+    /// no fragment): what the signature does not cover is not read.
     pub fn verify_url(&self, url: &str, user: &str, now_s: i64) -> Option<String> {
         let start = url.find(PATH_PREFIX)? + PATH_PREFIX.len();
         let rest = &url[start..];
@@ -198,10 +200,14 @@ impl Attachments {
         let mut exp = None;
         let mut sig = None;
         for pair in query.split('&') {
-            match pair.split_once('=') {
-                Some(("exp", v)) => exp = v.parse::<i64>().ok(),
-                Some(("sig", v)) => sig = hex::decode(v).ok(),
-                _ => {}
+            let (name, value) = pair.split_once('=')?;
+            let first = match name {
+                "exp" => exp.replace(value.parse::<i64>().ok()?).is_none(),
+                "sig" => sig.replace(hex::decode(value).ok()?).is_none(),
+                _ => false,
+            };
+            if !first {
+                return None;
             }
         }
         self.verify(id, user, exp?, &sig?, now_s)
@@ -239,11 +245,24 @@ impl Attachments {
     }
 }
 
+/// Largest image sent to the model inline.
+pub const MAX_INLINE_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+/// Most bytes of images one run sends to the model inline (base64 makes
+/// them a third larger): what a run holds while it starts, and what its
+/// model calls carry.
+pub const MAX_INLINE_BYTES_PER_RUN: usize = 8 * 1024 * 1024;
+/// Most images one run sends to the model inline, and so most attachment
+/// lookups it makes for them (a message may name thousands).
+pub const MAX_INLINE_IMAGES_PER_RUN: usize = 16;
+
 /// The model must see the user's images: stored attachment references
-/// become `data:` URLs (the user's own attachments only; ones that are
-/// gone or too large stay references, which the model is told about as
-/// text). A bucket that cannot be read is an error: the run cannot be
-/// given what its user sent.
+/// become `data:` URLs — the user's own attachments only, newest first,
+/// each image once (at its latest mention; earlier ones stay references), up
+/// to [`MAX_INLINE_IMAGES_PER_RUN`] images and [`MAX_INLINE_BYTES_PER_RUN`]
+/// bytes. What is not inlined stays a reference, which the model is told
+/// about as text (another user's, gone, too large, over the budget). A
+/// bucket that cannot be read is an error: the run cannot be given what
+/// its user sent.
 pub(crate) async fn inline_images(
     store: &dyn crate::store::Store,
     user: &str,
@@ -251,16 +270,16 @@ pub(crate) async fn inline_images(
 ) -> Result<Vec<agwire_core::Message>, crate::Error> {
     use agwire_core::{Content, ContentPart, Message, PartSource};
     use base64::Engine;
-    /// Largest image sent inline.
-    const MAX_INLINE: usize = 5 * 1024 * 1024;
-    for message in &mut history {
+    let mut looked_up: Vec<String> = Vec::new();
+    let mut spent = 0usize;
+    for message in history.iter_mut().rev() {
         let Message::User(message) = message else {
             continue;
         };
         let Content::Parts(parts) = &mut message.content else {
             continue;
         };
-        for part in parts.iter_mut() {
+        for part in parts.iter_mut().rev() {
             let ContentPart::Image(media) = part else {
                 continue;
             };
@@ -270,17 +289,24 @@ pub(crate) async fn inline_images(
             let Some(id) = value.strip_prefix(REFERENCE_PREFIX).map(str::to_owned) else {
                 continue;
             };
+            if looked_up.contains(&id) || looked_up.len() >= MAX_INLINE_IMAGES_PER_RUN {
+                continue;
+            }
+            looked_up.push(id.clone());
             let Ok(Some(record)) = store.attachment(&id).await else {
                 continue;
             };
-            let mime = record.mime_type;
             if record.user_id != user {
                 continue;
             }
             match store.attachment_bytes(&id).await {
-                Ok(Some(bytes)) if bytes.len() <= MAX_INLINE => {
+                Ok(Some(bytes))
+                    if bytes.len() <= MAX_INLINE_IMAGE_BYTES
+                        && bytes.len() <= MAX_INLINE_BYTES_PER_RUN - spent =>
+                {
+                    spent += bytes.len();
                     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                    *value = format!("data:{mime};base64,{data}");
+                    *value = format!("data:{};base64,{data}", record.mime_type);
                 }
                 Err(error @ crate::Error::Bucket(_)) => return Err(error),
                 _ => {}
@@ -379,15 +405,27 @@ pub(crate) fn is_id(id: &str) -> bool {
     uuid::Uuid::try_parse(id).is_ok()
 }
 
-/// The attachment ids stored messages refer to (`attachment:{id}`
-/// anywhere in their JSON), each once, in order of first mention.
-pub fn references<'a>(bodies: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+/// The attachments the images of user messages refer to (image parts whose
+/// URL is `attachment:{id}`), each once, in order of first mention.
+pub fn image_references<'a>(
+    messages: impl IntoIterator<Item = &'a agwire_core::Message>,
+) -> Vec<String> {
+    use agwire_core::{Content, ContentPart, Message, PartSource};
     let mut ids: Vec<String> = Vec::new();
-    for body in bodies {
-        for (at, _) in body.match_indices(REFERENCE_PREFIX) {
-            let rest = &body[at + REFERENCE_PREFIX.len()..];
-            let Some(id) = rest.get(..36) else { continue };
-            if is_id(id) && !ids.iter().any(|known| known == id) {
+    for message in messages {
+        let Message::User(user) = message else {
+            continue;
+        };
+        let Content::Parts(parts) = &user.content else {
+            continue;
+        };
+        for part in parts {
+            if let ContentPart::Image(media) = part
+                && let PartSource::Url { value, .. } = &media.source
+                && let Some(id) = value.strip_prefix(REFERENCE_PREFIX)
+                && is_id(id)
+                && !ids.iter().any(|known| known == id)
+            {
                 ids.push(id.to_owned());
             }
         }
@@ -462,6 +500,15 @@ mod tests {
         assert!(a.verify_url(&tampered_sig, "alice", 1000).is_none());
         let other_id = url.replace(&id, &uuid::Uuid::new_v4().to_string());
         assert!(a.verify_url(&other_id, "alice", 1000).is_none());
+        // Nothing the signature does not cover is read: a fragment, a
+        // parameter twice, another parameter.
+        for extra in ["#x", "&exp=99999", "&sig=00", "&v=1"] {
+            assert!(
+                a.verify_url(&format!("{url}{extra}"), "alice", 1000)
+                    .is_none(),
+                "{extra}"
+            );
+        }
         // Another service's secret signs nothing here.
         let (foreign, _) = store().sign("http://h", &id, "alice", 1000);
         assert!(a.verify_url(&foreign, "alice", 1000).is_none());

@@ -398,8 +398,10 @@ pub struct ThreadRecord {
     /// The title its owner gave it (`None`: its first user message names
     /// it, see [`crate::threads::title`]).
     pub title: Option<String>,
-    /// Its first user message.
-    pub first_user_message: Option<Message>,
+    /// What its first user message calls it
+    /// ([`crate::threads::derived_title`]), stored when that message was;
+    /// `None` while it has none.
+    pub derived_title: Option<String>,
     /// When it was created (ms since the epoch).
     pub created_at: i64,
     /// When a run was last accepted on it.
@@ -483,7 +485,27 @@ pub trait ThreadStore: Send + Sync {
     /// `user`'s most recently active thread.
     async fn latest_thread(&self, user: &str) -> Result<Option<String>, Error>;
 
-    /// A thread's messages of the given roles, in thread order.
+    /// When the latest message of a thread that history shows (a user
+    /// message, an assistant message with text or a UI) stored strictly
+    /// before `before_ms` was stored, if there is one. Indexed: the cost
+    /// does not grow with the thread.
+    async fn last_shown_before(
+        &self,
+        thread_id: &str,
+        before_ms: i64,
+    ) -> Result<Option<i64>, Error>;
+
+    /// The messages of a thread that history shows, stored in
+    /// `[from_ms, to_ms)`, in thread order. Indexed, as above.
+    async fn shown_messages(
+        &self,
+        thread_id: &str,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredMessage>, Error>;
+
+    /// A thread's messages of the given roles, in thread order (the whole
+    /// thread: for tools and tests, never for a request).
     async fn thread_messages(
         &self,
         thread_id: &str,

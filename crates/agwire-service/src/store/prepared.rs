@@ -8,15 +8,34 @@ use crate::error::Error;
 use crate::run::RunStatus;
 use crate::store::{Ending, NewRun};
 
-/// A message as a row: id, role, JSON.
-pub(in crate::store) type MessageRow = (String, &'static str, String);
+/// A message as a row, with what reads of it need without parsing it.
+#[derive(Debug, Clone)]
+pub(in crate::store) struct MessageRow {
+    pub(in crate::store) id: String,
+    pub(in crate::store) role: &'static str,
+    /// Its AG-UI JSON.
+    pub(in crate::store) body: String,
+    /// Whether day-scoped history shows it ([`crate::history::shown`]; a
+    /// UI given to it later shows it too).
+    pub(in crate::store) shown: bool,
+    /// What it would call its thread, for a user message
+    /// ([`crate::threads::derived_title`]): the thread's first user message
+    /// names it, and the name is stored with the thread, so that listing
+    /// threads never reads a message.
+    pub(in crate::store) title: Option<String>,
+}
 
 pub(in crate::store) fn row(message: &Message) -> Result<MessageRow, Error> {
-    Ok((
-        message.id().to_owned(),
-        message.role().as_str(),
-        serde_json::to_string(message)?,
-    ))
+    Ok(MessageRow {
+        id: message.id().to_owned(),
+        role: message.role().as_str(),
+        body: serde_json::to_string(message)?,
+        shown: crate::history::shown(message),
+        title: match message {
+            Message::User(user) => Some(crate::threads::derived_title(user)),
+            _ => None,
+        },
+    })
 }
 
 /// A validated run, prepared for the writer.
@@ -41,6 +60,11 @@ pub(in crate::store) struct Accept {
     pub(in crate::store) strict_answers: bool,
     /// The turn's messages to add (now, or when the run starts).
     pub(in crate::store) candidates: Vec<MessageRow>,
+    /// The attachments the turn's images refer to (`attachment:{id}`), each
+    /// once: recorded with the thread, those of `user`'s own, so that
+    /// deleting a thread finds what only it refers to without reading a
+    /// message.
+    pub(in crate::store) attachments: Vec<String>,
     pub(in crate::store) now_ms: i64,
     /// The run as its executor takes it, when the caller asked to start it
     /// (`NewRun::start`) — used if it does not wait.
@@ -100,6 +124,7 @@ impl Accept {
             dedupe,
             answers,
             strict_answers: !run.admission.whole_history,
+            attachments: crate::attachments::image_references(candidates.iter().copied()),
             candidates: candidates.into_iter().map(row).collect::<Result<_, _>>()?,
             now_ms: run.now_ms,
             start,
@@ -108,15 +133,20 @@ impl Accept {
 }
 
 impl Accept {
+    /// What the turn's first user message would call its thread.
+    pub(in crate::store) fn title(&self) -> Option<&str> {
+        self.candidates.iter().find_map(|row| row.title.as_deref())
+    }
+
     /// The turn's messages as the `pending_messages` document of a run that
     /// waits (read back by [`pending`]); built only when one does.
     pub(in crate::store) fn pending(&self) -> String {
         let mut document = format!(r#"{{"dedupe":{},"messages":["#, self.dedupe);
-        for (i, (_, _, body)) in self.candidates.iter().enumerate() {
+        for (i, row) in self.candidates.iter().enumerate() {
             if i > 0 {
                 document.push(',');
             }
-            document.push_str(body);
+            document.push_str(&row.body);
         }
         document.push_str("]}");
         document

@@ -51,18 +51,40 @@ macro_rules! shared_records {
                 .await?;
                 rows.iter()
                     .filter(|row| roles.contains(&row.get::<String, _>("role").as_str()))
-                    .map(|row| {
-                        let body: String = row.get("body");
-                        Ok(StoredMessage {
-                            seq: row.get("seq"),
-                            message: serde_json::from_str(&body)?,
-                            created_at: row.get("created_at"),
-                            ui_schema: row
-                                .get::<Option<String>, _>("ui_schema")
-                                .and_then(|u| serde_json::from_str(&u).ok()),
-                        })
-                    })
+                    .map(stored_message)
                     .collect()
+            }
+
+            async fn last_shown_before(
+                &self,
+                thread_id: &str,
+                before_ms: i64,
+            ) -> Result<Option<i64>, Error> {
+                Ok(sqlx::query_scalar(
+                    "SELECT MAX(created_at) FROM messages WHERE thread_id = $1 AND shown AND created_at < $2",
+                )
+                .bind(thread_id)
+                .bind(before_ms)
+                .fetch_one(&self.pool)
+                .await?)
+            }
+
+            async fn shown_messages(
+                &self,
+                thread_id: &str,
+                from_ms: i64,
+                to_ms: i64,
+            ) -> Result<Vec<StoredMessage>, Error> {
+                let rows = sqlx::query(
+                    "SELECT seq, body, created_at, ui_schema FROM messages \
+                     WHERE thread_id = $1 AND shown AND created_at >= $2 AND created_at < $3 ORDER BY seq",
+                )
+                .bind(thread_id)
+                .bind(from_ms)
+                .bind(to_ms)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(stored_message).collect()
             }
 
             async fn recent_messages(
@@ -175,35 +197,27 @@ macro_rules! shared_records {
                 if active > 0 {
                     return Err(Error::ThreadBusy);
                 }
-                // The attachments its turns refer to (`attachment:{id}`),
-                // less those another of the owner's threads refers to too.
-                let bodies: Vec<String> = sqlx::query_scalar("SELECT body FROM messages WHERE thread_id = $1 AND role = 'user'")
+                // The attachments its turns refer to, less those another of
+                // the owner's threads refers to too: recorded with each
+                // thread when its turns were accepted (`attachment_refs`,
+                // the owner's own attachments only), so this is two index
+                // reads per attachment, not a scan of the owner's messages
+                // under the write lock.
+                let attachments: Vec<String> = sqlx::query_scalar(
+                    "DELETE FROM attachments WHERE user_id = $1 AND id IN ( \
+                       SELECT r.attachment_id FROM attachment_refs r WHERE r.thread_id = $2 \
+                       AND NOT EXISTS (SELECT 1 FROM attachment_refs o \
+                                       WHERE o.attachment_id = r.attachment_id AND o.thread_id <> $2)) \
+                     RETURNING id",
+                )
+                .bind(user)
+                .bind(thread_id)
+                .fetch_all(&mut *tx)
+                .await?;
+                sqlx::query("DELETE FROM attachment_refs WHERE thread_id = $1")
                     .bind(thread_id)
-                    .fetch_all(&mut *tx)
+                    .execute(&mut *tx)
                     .await?;
-                let mut attachments = Vec::new();
-                for id in crate::attachments::references(bodies.iter().map(String::as_str)) {
-                    let shared: Option<i32> = sqlx::query_scalar(
-                        "SELECT 1 FROM messages m JOIN threads t ON t.id = m.thread_id \
-                         WHERE t.user_id = $1 AND m.thread_id <> $2 AND m.role = 'user' AND m.body LIKE $3 LIMIT 1",
-                    )
-                    .bind(user)
-                    .bind(thread_id)
-                    .bind(format!("%{}{id}%", crate::attachments::REFERENCE_PREFIX))
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                    if shared.is_some() {
-                        continue;
-                    }
-                    let removed = sqlx::query("DELETE FROM attachments WHERE id = $1 AND user_id = $2")
-                        .bind(&id)
-                        .bind(user)
-                        .execute(&mut *tx)
-                        .await?;
-                    if removed.rows_affected() == 1 {
-                        attachments.push(id);
-                    }
-                }
                 sqlx::query("DELETE FROM run_events WHERE task_id IN (SELECT task_id FROM runs WHERE thread_id = $1)")
                     .bind(thread_id)
                     .execute(&mut *tx)
@@ -238,18 +252,66 @@ macro_rules! shared_records {
 
         /// A thread's columns as [`thread_record`] reads them (`t` is the
         /// thread).
-        const THREAD_COLUMNS: &str = "t.id, t.title, t.created_at, t.last_active_at, \
-            (SELECT m.body FROM messages m WHERE m.thread_id = t.id AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first_user, \
+        const THREAD_COLUMNS: &str = "t.id, t.title, t.derived_title, t.created_at, t.last_active_at, \
             (SELECT r.run_id FROM runs r WHERE r.thread_id = t.id AND r.status IN ('queued', 'running') \
              ORDER BY r.created_at LIMIT 1) AS active_run, \
             (SELECT j.id FROM automation_jobs j WHERE j.thread_id = t.id LIMIT 1) AS job_id";
 
+        impl $store {
+            /// Names the threads stored before names were stored with them
+            /// (`derived_title`, from their first user message), in pages:
+            /// once a thread has a user message its name is never NULL
+            /// again, so after the first start this finds nothing.
+            pub(in crate::store) async fn fill_derived_titles(&self) -> Result<u64, Error> {
+                let mut named = 0;
+                loop {
+                    let rows = sqlx::query(
+                        "SELECT t.id, (SELECT m.body FROM messages m WHERE m.thread_id = t.id \
+                         AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first FROM threads t \
+                         WHERE t.derived_title IS NULL AND EXISTS (SELECT 1 FROM messages m \
+                         WHERE m.thread_id = t.id AND m.role = 'user') LIMIT 256",
+                    )
+                    .fetch_all(&self.pool)
+                    .await?;
+                    if rows.is_empty() {
+                        return Ok(named);
+                    }
+                    for row in &rows {
+                        let id: String = row.try_get("id")?;
+                        let body: Option<String> = row.try_get("first")?;
+                        let title = match body.map(|b| serde_json::from_str::<agwire_core::Message>(&b)) {
+                            Some(Ok(agwire_core::Message::User(user))) => crate::threads::derived_title(&user),
+                            _ => String::new(),
+                        };
+                        sqlx::query("UPDATE threads SET derived_title = $1 WHERE id = $2 AND derived_title IS NULL")
+                            .bind(title)
+                            .bind(id)
+                            .execute(&self.pool)
+                            .await?;
+                        named += 1;
+                    }
+                }
+            }
+        }
+
+        /// A message row (`seq`, `body`, `created_at`, `ui_schema`).
+        fn stored_message(row: &$row) -> Result<StoredMessage, Error> {
+            let body: String = row.try_get("body")?;
+            Ok(StoredMessage {
+                seq: row.try_get("seq")?,
+                message: serde_json::from_str(&body)?,
+                created_at: row.try_get("created_at")?,
+                ui_schema: row
+                    .try_get::<Option<String>, _>("ui_schema")?
+                    .and_then(|u| serde_json::from_str(&u).ok()),
+            })
+        }
+
         fn thread_record(row: &$row) -> Result<ThreadRecord, Error> {
-            let first: Option<String> = row.try_get("first_user")?;
             Ok(ThreadRecord {
                 thread_id: row.try_get("id")?,
                 title: row.try_get("title")?,
-                first_user_message: first.map(|body| serde_json::from_str(&body)).transpose()?,
+                derived_title: row.try_get("derived_title")?,
                 created_at: row.try_get("created_at")?,
                 last_active_at: row.try_get("last_active_at")?,
                 active_run_id: row.try_get("active_run")?,

@@ -95,6 +95,17 @@ pub fn png_data_url(image: &[u8]) -> agwire_llm::UserPart {
     ))
 }
 
+/// A PNG data URL, as the model receives an image.
+pub struct DataUrl(pub String);
+
+/// `image` as a PNG data URL.
+pub fn data_url(image: &[u8]) -> DataUrl {
+    match png_data_url(image) {
+        agwire_llm::UserPart::ImageUrl(url) => DataUrl(url),
+        other => panic!("not an image: {other:?}"),
+    }
+}
+
 /// Whether the service tests run on PostgreSQL.
 pub fn on_postgres() -> bool {
     std::env::var("AGWIRE_TEST_STORE").as_deref() == Ok("postgres")

@@ -33,6 +33,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::runs::{accept_alone, answered};
+use super::undone;
 use crate::error::Error;
 use crate::store::Accepted;
 use crate::store::prepared::Accept;
@@ -65,9 +66,12 @@ impl Call {
             "client_time": run.client_time,
             "enqueue": run.enqueue,
             "dedupe": run.dedupe,
-            "ids": run.candidates.iter().map(|m| &m.0).collect::<Vec<_>>(),
-            "roles": run.candidates.iter().map(|m| m.1).collect::<Vec<_>>(),
-            "bodies": run.candidates.iter().map(|m| &m.2).collect::<Vec<_>>(),
+            "ids": run.candidates.iter().map(|m| &m.id).collect::<Vec<_>>(),
+            "roles": run.candidates.iter().map(|m| m.role).collect::<Vec<_>>(),
+            "bodies": run.candidates.iter().map(|m| &m.body).collect::<Vec<_>>(),
+            "shown": run.candidates.iter().map(|m| m.shown).collect::<Vec<_>>(),
+            "title": run.title(),
+            "attachments": run.attachments,
             "pending": run.pending(),
             "now": run.now_ms,
             "owner": run.start.as_ref().map(|_| replica),
@@ -172,7 +176,9 @@ async fn run(lane: Arc<Lane>) {
                     let _ = call.reply.send(Err(Error::Internal(error.clone())));
                 }
             }
-            // Undone as a whole: nothing was written; each call again alone.
+            // Undone as a whole (a deadlock, a runId's first posts racing,
+            // one call's value the database refused): nothing was written;
+            // each call again alone, so only a bad one fails.
             Err(error) if undone(&error) => alone(&lane, batch.drain(..)).await,
             // Anything else (a lost connection) may have committed or not:
             // never accept twice — the calls fail; a client that posts the
@@ -210,16 +216,6 @@ fn is_runnable(answer: &Result<Accepted, Error>) -> bool {
     answer
         .as_ref()
         .is_ok_and(|a| !a.replayed && !a.waiting && a.started.is_none())
-}
-
-/// Whether PostgreSQL undid the whole statement before anything committed:
-/// a deadlock or serialization failure, or a duplicate key (two first posts
-/// of one runId racing past the lookup).
-fn undone(error: &sqlx::Error) -> bool {
-    error
-        .as_database_error()
-        .and_then(|e| e.code())
-        .is_some_and(|code| code == "40P01" || code == "40001" || code == "23505")
 }
 
 /// `agwire_accept`'s answer for one call: outcome, task id, created, waiting.

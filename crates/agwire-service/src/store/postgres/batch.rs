@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::undone;
 use crate::error::Error;
 use crate::store::prepared::End;
 
@@ -36,9 +37,10 @@ impl EndCall {
             "usage": end.usage,
             "events": end.events,
             "terminal": end.terminal,
-            "ids": end.output.iter().map(|m| &m.0).collect::<Vec<_>>(),
-            "roles": end.output.iter().map(|m| m.1).collect::<Vec<_>>(),
-            "bodies": end.output.iter().map(|m| &m.2).collect::<Vec<_>>(),
+            "ids": end.output.iter().map(|m| &m.id).collect::<Vec<_>>(),
+            "roles": end.output.iter().map(|m| m.role).collect::<Vec<_>>(),
+            "bodies": end.output.iter().map(|m| &m.body).collect::<Vec<_>>(),
+            "shown": end.output.iter().map(|m| m.shown).collect::<Vec<_>>(),
             "ui_answer": answer,
             "ui_schema": schema,
             "now": end.now_ms,
@@ -65,22 +67,28 @@ impl EndCall {
             }
         }
         let terminal = sqlx::query_scalar(
-            "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
         )
         .bind(&self.task_id)
         .bind(end.status.as_str())
         .bind(end.error.as_deref())
         .bind(end.usage.as_deref())
         .bind(&end.terminal)
-        .bind(end.output.iter().map(|m| m.0.as_str()).collect::<Vec<_>>())
-        .bind(end.output.iter().map(|m| m.1).collect::<Vec<_>>())
-        .bind(end.output.iter().map(|m| m.2.as_str()).collect::<Vec<_>>())
+        .bind(end.output.iter().map(|m| m.id.as_str()).collect::<Vec<_>>())
+        .bind(end.output.iter().map(|m| m.role).collect::<Vec<_>>())
+        .bind(
+            end.output
+                .iter()
+                .map(|m| m.body.as_str())
+                .collect::<Vec<_>>(),
+        )
         .bind(answer)
         .bind(schema)
         .bind(end.now_ms)
         .bind(end.asked.iter().map(|c| c.0.as_str()).collect::<Vec<_>>())
         .bind(end.asked.iter().map(|c| c.1.as_str()).collect::<Vec<_>>())
         .bind(end.asked.iter().map(|c| c.2.as_str()).collect::<Vec<_>>())
+        .bind(end.output.iter().map(|m| m.shown).collect::<Vec<_>>())
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -221,8 +229,9 @@ async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Call>, stop: Cancellatio
                 }
             }
             // PostgreSQL undid the statement (a deadlock with another
-            // replica's sweep of an abandoned run): nothing was written, so
-            // each call goes again on its own and only a bad one fails.
+            // replica's sweep of an abandoned run, one run's value it
+            // refused): nothing was written, so each call goes again on its
+            // own and only a bad one fails.
             Err(error) if undone(&error) => {
                 for call in batch {
                     let alone = call.write.alone(&pool).await.map_err(Error::from);
@@ -242,15 +251,6 @@ async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Call>, stop: Cancellatio
             }
         }
     }
-}
-
-/// Whether PostgreSQL rolled the statement back before anything committed
-/// (deadlock, serialization failure).
-fn undone(error: &sqlx::Error) -> bool {
-    error
-        .as_database_error()
-        .and_then(|e| e.code())
-        .is_some_and(|code| code == "40P01" || code == "40001")
 }
 
 /// One batch (appends first, then ends), one statement: each call's number,

@@ -22,12 +22,17 @@
 -- and lease). `p_answers`: the tool call ids the turn's tool messages
 -- answer; with `p_strict` each must be pending (else the outcome names the
 -- first that is not, in `task_id`); then the thread's pending calls are
--- closed by this run, as answered or gone past.
+-- closed by this run, as answered or gone past. `p_shown`: which of the
+-- messages history shows; `p_title`: what the turn's first user message
+-- calls the thread (kept if the thread has no name yet and the messages go
+-- in now); `p_attachments`: the attachments the turn's images refer to,
+-- recorded with the thread (the user's own only).
 CREATE OR REPLACE FUNCTION agwire_accept(
     p_task TEXT, p_user TEXT, p_thread TEXT, p_run TEXT, p_hash TEXT, p_input TEXT,
     p_mode TEXT, p_client_time TEXT, p_enqueue BOOLEAN, p_dedupe BOOLEAN,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_pending TEXT, p_now BIGINT,
-    p_owner TEXT, p_lease_ms BIGINT, p_answers TEXT[], p_strict BOOLEAN
+    p_owner TEXT, p_lease_ms BIGINT, p_answers TEXT[], p_strict BOOLEAN,
+    p_shown BOOLEAN[], p_title TEXT, p_attachments TEXT[]
 ) RETURNS TABLE (outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -57,8 +62,8 @@ BEGIN
         RETURN QUERY SELECT 'not_pending'::TEXT, p_answers[1], FALSE, FALSE;
         RETURN;
     END IF;
-    INSERT INTO threads (id, user_id, created_at, last_active_at)
-    VALUES (p_thread, p_user, p_now, p_now) ON CONFLICT (id) DO NOTHING;
+    INSERT INTO threads (id, user_id, created_at, last_active_at, derived_title)
+    VALUES (p_thread, p_user, p_now, p_now, p_title) ON CONFLICT (id) DO NOTHING;
     v_created := FOUND;
     -- The thread's lock: accepts on one thread, and every addition of
     -- messages to it, take their turns here.
@@ -91,11 +96,17 @@ BEGIN
     WHERE c.thread_id = p_thread AND c.closed_by IS NULL;
     IF v_busy = 0 THEN
         SELECT COALESCE(MAX(m.seq), 0) INTO v_last FROM messages m WHERE m.thread_id = p_thread;
-        INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at)
-        SELECT p_thread, v_last + ROW_NUMBER() OVER (ORDER BY t.n), t.id, p_run, t.role, t.body, p_now
-        FROM UNNEST(p_ids, p_roles, p_bodies) WITH ORDINALITY AS t(id, role, body, n)
+        INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at, shown)
+        SELECT p_thread, v_last + ROW_NUMBER() OVER (ORDER BY t.n), t.id, p_run, t.role, t.body, p_now,
+               COALESCE(t.shown, FALSE)
+        FROM UNNEST(p_ids, p_roles, p_bodies, p_shown) WITH ORDINALITY AS t(id, role, body, shown, n)
         WHERE NOT p_dedupe
            OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = p_thread AND m.id = t.id);
+    END IF;
+    IF COALESCE(cardinality(p_attachments), 0) > 0 THEN
+        INSERT INTO attachment_refs (thread_id, attachment_id)
+        SELECT p_thread, a.id FROM attachments a WHERE a.id = ANY (p_attachments) AND a.user_id = p_user
+        ON CONFLICT DO NOTHING;
     END IF;
     v_start := p_owner IS NOT NULL AND v_busy = 0;
     INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status,
@@ -108,7 +119,9 @@ BEGIN
             CASE WHEN v_start THEN p_owner END,
             CASE WHEN v_start THEN (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT + p_lease_ms END);
     IF NOT v_created THEN
-        UPDATE threads SET last_active_at = p_now WHERE id = p_thread;
+        UPDATE threads SET last_active_at = p_now,
+                           derived_title = COALESCE(derived_title, CASE WHEN v_busy = 0 THEN p_title END)
+        WHERE id = p_thread;
     END IF;
     IF v_start THEN
         -- Started by its own replica: no other replica needs to hear of it.
@@ -144,7 +157,10 @@ BEGIN
             ARRAY(SELECT jsonb_array_elements_text(v_call -> 'bodies')),
             v_call ->> 'pending', (v_call ->> 'now')::BIGINT, v_call ->> 'owner', p_lease_ms,
             ARRAY(SELECT jsonb_array_elements_text(v_call -> 'answers')),
-            (v_call ->> 'strict')::BOOLEAN
+            (v_call ->> 'strict')::BOOLEAN,
+            ARRAY(SELECT x::BOOLEAN FROM jsonb_array_elements_text(v_call -> 'shown') AS x),
+            v_call ->> 'title',
+            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'attachments'))
         ) AS a;
         RETURN NEXT;
     END LOOP;
@@ -176,7 +192,7 @@ END $$;
 CREATE OR REPLACE FUNCTION agwire_end(
     p_task TEXT, p_status TEXT, p_error TEXT, p_usage TEXT, p_terminal TEXT,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_ui_answer TEXT, p_ui_schema TEXT,
-    p_now BIGINT, p_call_ids TEXT[], p_call_names TEXT[], p_call_args TEXT[]
+    p_now BIGINT, p_call_ids TEXT[], p_call_names TEXT[], p_call_args TEXT[], p_shown BOOLEAN[]
 ) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -204,11 +220,12 @@ BEGIN
     END IF;
     PERFORM 1 FROM threads t WHERE t.id = v_thread FOR UPDATE;
     SELECT COALESCE(MAX(m.seq), 0) INTO v_seq FROM messages m WHERE m.thread_id = v_thread;
-    INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at)
-    SELECT v_thread, v_seq + t.n, t.id, v_run, t.role, t.body, p_now
-    FROM UNNEST(p_ids, p_roles, p_bodies) WITH ORDINALITY AS t(id, role, body, n);
+    INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at, shown)
+    SELECT v_thread, v_seq + t.n, t.id, v_run, t.role, t.body, p_now, COALESCE(t.shown, FALSE)
+    FROM UNNEST(p_ids, p_roles, p_bodies, p_shown) WITH ORDINALITY AS t(id, role, body, shown, n);
     IF p_ui_answer IS NOT NULL THEN
-        UPDATE messages SET ui_schema = p_ui_schema
+        -- A message that carries a UI shows in history.
+        UPDATE messages SET ui_schema = p_ui_schema, shown = TRUE
         WHERE thread_id = v_thread AND run_id = v_run AND id = p_ui_answer;
     END IF;
     INSERT INTO tool_calls (thread_id, id, run_id, name, arguments, asked_at)
@@ -305,7 +322,8 @@ BEGIN
             v_end ->> 'ui_answer', v_end ->> 'ui_schema', (v_end ->> 'now')::BIGINT,
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_ids')),
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_names')),
-            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_args'))
+            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_args')),
+            ARRAY(SELECT x::BOOLEAN FROM jsonb_array_elements_text(v_end -> 'shown') AS x)
         );
         RETURN NEXT;
     END LOOP;

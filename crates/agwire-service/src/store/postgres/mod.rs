@@ -133,7 +133,9 @@ impl PgStore {
             other => Error::Config(format!("cannot migrate the PostgreSQL database: {other}")),
         })?;
         apply_functions(&pool).await?;
-        Self::start(pool, lease).await
+        let store = Self::start(pool, lease).await?;
+        store.fill_derived_titles().await?;
+        Ok(store)
     }
 
     async fn start(pool: PgPool, lease: Duration) -> Result<Self, Error> {
@@ -206,6 +208,23 @@ async fn listen(
 
 /// A line of a notification's payload (a batch's appends share one
 /// notification, a line each): `a <first> <last> <task>`, `c <task>`, `r`.
+/// Whether PostgreSQL undid a whole statement before anything of it could
+/// commit, so that its calls may go again one by one without any being
+/// written twice: a deadlock or serialization failure (class 40), a value
+/// it refused (class 22, data exceptions: a NUL in text, 22021; `\u0000`
+/// in jsonb, 22P05), or a constraint (class 23: two first posts of one
+/// runId racing past the lookup). Each is raised by the statement, in an
+/// implicit transaction that then rolls back; a lost connection is not:
+/// the commit may have happened.
+pub(super) fn undone(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .is_some_and(|code| {
+            code == "40P01" || code == "40001" || code.starts_with("22") || code.starts_with("23")
+        })
+}
+
 fn parse(payload: &str) -> Option<Change> {
     let mut words = payload.split(' ');
     match words.next()? {

@@ -58,7 +58,7 @@ async fn add_new_messages(
     if !dedupe {
         return insert_messages(tx, thread_id, run_id, candidates, now_ms).await;
     }
-    let ids: Vec<&str> = candidates.iter().map(|c| c.0.as_str()).collect();
+    let ids: Vec<&str> = candidates.iter().map(|c| c.id.as_str()).collect();
     let held: Vec<String> =
         sqlx::query_scalar("SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)")
             .bind(thread_id)
@@ -67,7 +67,7 @@ async fn add_new_messages(
             .await?;
     let new: Vec<MessageRow> = candidates
         .iter()
-        .filter(|c| !held.contains(&c.0))
+        .filter(|c| !held.contains(&c.id))
         .cloned()
         .collect();
     insert_messages(tx, thread_id, run_id, &new, now_ms).await
@@ -89,13 +89,12 @@ async fn insert_messages(
             .bind(thread_id)
             .fetch_one(&mut *tx)
             .await?;
-    let ids: Vec<&str> = messages.iter().map(|m| m.0.as_str()).collect();
-    let roles: Vec<&str> = messages.iter().map(|m| m.1).collect();
-    let bodies: Vec<&str> = messages.iter().map(|m| m.2.as_str()).collect();
+    let (ids, roles, bodies, shown) = columns(messages);
     sqlx::query(
-        "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) \
-         SELECT $1, $2 + t.n, t.id, $3, t.role, t.body, $4 \
-         FROM UNNEST($5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS t(id, role, body, n)",
+        "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at, shown) \
+         SELECT $1, $2 + t.n, t.id, $3, t.role, t.body, $4, t.shown \
+         FROM UNNEST($5::text[], $6::text[], $7::text[], $8::boolean[]) \
+         WITH ORDINALITY AS t(id, role, body, shown, n)",
     )
     .bind(thread_id)
     .bind(last)
@@ -104,17 +103,31 @@ async fn insert_messages(
     .bind(&ids)
     .bind(&roles)
     .bind(&bodies)
+    .bind(&shown)
     .execute(&mut *tx)
     .await?;
+    // The thread's first user message names it (an accept that waited
+    // adds its messages here).
+    if let Some(title) = messages.iter().find_map(|m| m.title.as_deref()) {
+        sqlx::query(
+            "UPDATE threads SET derived_title = $1 WHERE id = $2 AND derived_title IS NULL",
+        )
+        .bind(title)
+        .bind(thread_id)
+        .execute(&mut *tx)
+        .await?;
+    }
     Ok(())
 }
 
-/// Message rows as the three arrays the functions take.
-fn columns(messages: &[MessageRow]) -> (Vec<&str>, Vec<&str>, Vec<&str>) {
-    let ids = messages.iter().map(|m| m.0.as_str()).collect();
-    let roles = messages.iter().map(|m| m.1).collect();
-    let bodies = messages.iter().map(|m| m.2.as_str()).collect();
-    (ids, roles, bodies)
+/// Message rows as the arrays the functions take: ids, roles, bodies,
+/// whether each is shown.
+fn columns(messages: &[MessageRow]) -> (Vec<&str>, Vec<&str>, Vec<&str>, Vec<bool>) {
+    let ids = messages.iter().map(|m| m.id.as_str()).collect();
+    let roles = messages.iter().map(|m| m.role).collect();
+    let bodies = messages.iter().map(|m| m.body.as_str()).collect();
+    let shown = messages.iter().map(|m| m.shown).collect();
+    (ids, roles, bodies, shown)
 }
 
 /// Takes a thread's lock (for adding messages outside an accept).
@@ -200,14 +213,15 @@ pub(super) async fn accept_alone(
     owner: Option<&str>,
     lease_ms: i64,
 ) -> Result<Accepted, Error> {
-    let (ids, roles, bodies) = columns(&run.candidates);
+    let (ids, roles, bodies, shown) = columns(&run.candidates);
     // Two first posts of one (user, runId) can race past the lookup; the
     // loser's insert breaks the unique key (and writes nothing), and its
     // second attempt finds the winner's run (a replay, or a conflict).
     for attempt in 0..2 {
         let answer = sqlx::query(
             "SELECT outcome, task_id, created, waiting FROM agwire_accept(\
-             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+             $20, $21, $22)",
         )
         .bind(&run.task_id)
         .bind(&run.user)
@@ -228,6 +242,9 @@ pub(super) async fn accept_alone(
         .bind(lease_ms)
         .bind(&run.answers)
         .bind(run.strict_answers)
+        .bind(&shown)
+        .bind(run.title())
+        .bind(&run.attachments)
         .fetch_one(pool)
         .await;
         let row = match answer {

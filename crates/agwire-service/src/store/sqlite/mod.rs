@@ -36,6 +36,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0010_run_mode_and_client_time.sql"),
     include_str!("../../../migrations/sqlite/0011_thread_list_and_tool_calls.sql"),
     include_str!("../../../migrations/sqlite/0012_attachments_in_bucket.sql"),
+    include_str!("../../../migrations/sqlite/0013_bounded_reads.sql"),
 ];
 
 /// The embedded database.
@@ -75,12 +76,14 @@ impl SqliteStore {
             .unwrap_or_else(|| Path::new("."))
             .join("attachments");
         std::fs::create_dir_all(&files)?;
-        Ok(Self {
+        let store = Self {
             pool,
             writer,
             files,
             bucket: None,
-        })
+        };
+        store.fill_derived_titles().await?;
+        Ok(store)
     }
 
     /// New attachments go to `bucket` (those kept beside the database stay

@@ -14,6 +14,7 @@ use crate::store::{Accepted, HISTORY_ROLES, HISTORY_WINDOW, RunContext, run_star
 impl Accept {
     /// The rules of `RunStore::accept_run`, in its order.
     pub(super) fn run(self, tx: &Transaction<'_>) -> Result<Accepted, Error> {
+        let title = self.title().map(str::to_owned);
         let existing = tx
             .prepare_cached(
                 "SELECT task_id, thread_id, request_hash, created_thread FROM runs \
@@ -48,19 +49,21 @@ impl Accept {
             .prepare_cached("SELECT user_id FROM threads WHERE id = ?1")?
             .query_row([&self.thread_id], |r| r.get(0))
             .optional()?;
-        let created = match owner {
-            Some(owner) if owner != self.user => {
-                return Err(Error::ThreadNotFound);
-            }
-            Some(_) => false,
-            None => {
-                tx.prepare_cached(
-                    "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES (?1, ?2, ?3, ?3)",
+        let created =
+            match owner {
+                Some(owner) if owner != self.user => {
+                    return Err(Error::ThreadNotFound);
+                }
+                Some(_) => false,
+                None => {
+                    tx.prepare_cached(
+                    "INSERT INTO threads (id, user_id, created_at, last_active_at, derived_title) \
+                     VALUES (?1, ?2, ?3, ?3, ?4)",
                 )?
-                .execute(params![self.thread_id, self.user, self.now_ms])?;
-                true
-            }
-        };
+                .execute(params![self.thread_id, self.user, self.now_ms, title])?;
+                    true
+                }
+            };
         // A thread this accept created holds nothing yet: no run to wait
         // behind, no tool call to settle, no message to match, and its
         // history is what the turn brings. Those reads are skipped, not
@@ -124,9 +127,9 @@ impl Accept {
                     .candidates
                     .iter()
                     .rev()
-                    .filter(|(_, role, _)| HISTORY_ROLES.contains(role))
+                    .filter(|row| HISTORY_ROLES.contains(&row.role))
                     .take(HISTORY_WINDOW as usize)
-                    .map(|(_, _, body)| body.clone())
+                    .map(|row| row.body.clone())
                     .collect();
                 history.reverse();
                 history
@@ -161,8 +164,26 @@ impl Accept {
             started.as_ref().map(|_| self.now_ms),
         ])?;
         if !created {
-            tx.prepare_cached("UPDATE threads SET last_active_at = ?1 WHERE id = ?2")?
-                .execute(params![self.now_ms, self.thread_id])?;
+            // A thread without a name yet takes the turn's, if its messages
+            // went in now (a waiting run's go in when it starts).
+            let title = if waiting { None } else { title };
+            tx.prepare_cached(
+                "UPDATE threads SET last_active_at = ?1, derived_title = COALESCE(derived_title, ?3) \
+                 WHERE id = ?2",
+            )?
+            .execute(params![self.now_ms, self.thread_id, title])?;
+        }
+        if !self.attachments.is_empty() {
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO attachment_refs (thread_id, attachment_id) \
+                 SELECT ?1, a.id FROM attachments a \
+                 WHERE a.id IN (SELECT value FROM json_each(?2)) AND a.user_id = ?3",
+            )?
+            .execute(params![
+                self.thread_id,
+                serde_json::to_string(&self.attachments)?,
+                self.user
+            ])?;
         }
         Ok(Accepted {
             task_id,
@@ -335,8 +356,10 @@ impl End {
             ask.execute(params![thread_id, id, run_id, name, arguments, self.now_ms])?;
         }
         if let Some((answer, schema)) = &self.ui_schema {
+            // A message that carries a UI shows in history.
             tx.prepare_cached(
-                "UPDATE messages SET ui_schema = ?1 WHERE thread_id = ?2 AND run_id = ?3 AND id = ?4",
+                "UPDATE messages SET ui_schema = ?1, shown = 1 \
+                 WHERE thread_id = ?2 AND run_id = ?3 AND id = ?4",
             )?
             .execute(params![schema, thread_id, run_id, answer])?;
         }
@@ -385,7 +408,7 @@ fn add_new_messages(
     let mut new = Vec::with_capacity(candidates.len());
     for candidate in candidates {
         let held: Option<i64> = known
-            .query_row(params![thread_id, candidate.0], |r| r.get(0))
+            .query_row(params![thread_id, candidate.id], |r| r.get(0))
             .optional()?;
         if held.is_none() {
             new.push(candidate.clone());
@@ -420,12 +443,14 @@ fn insert_messages_from(
     now_ms: i64,
 ) -> Result<(), Error> {
     let mut insert = tx.prepare_cached(
-        "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at, shown) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
-    for (id, role, body) in messages {
+    for row in messages {
         seq += 1;
-        insert.execute(params![thread_id, seq, id, run_id, role, body, now_ms])?;
+        insert.execute(params![
+            thread_id, seq, row.id, run_id, row.role, row.body, now_ms, row.shown
+        ])?;
     }
     Ok(())
 }
@@ -505,6 +530,12 @@ fn flush_pending(
 ) -> Result<(), Error> {
     let (dedupe, rows) = crate::store::prepared::pending(pending)?;
     add_new_messages(tx, thread_id, run_id, &rows, dedupe, now_ms)?;
+    if let Some(title) = rows.iter().find_map(|row| row.title.as_deref()) {
+        tx.prepare_cached(
+            "UPDATE threads SET derived_title = ?1 WHERE id = ?2 AND derived_title IS NULL",
+        )?
+        .execute(params![title, thread_id])?;
+    }
     tx.prepare_cached("UPDATE runs SET pending_messages = NULL WHERE task_id = ?1")?
         .execute([task_id])?;
     Ok(())
