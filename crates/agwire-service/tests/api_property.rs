@@ -29,9 +29,10 @@
 //! is printed), `AGWIRE_PROPERTY_RANDOM=<n>` sets how many such requests
 //! (default [`RANDOM_PROBES`]).
 //!
-//! NUL characters (`\u0000` in JSON, `%00` in paths and queries) are sent
-//! only with `AGWIRE_PROPERTY_NUL=1` ([`nul_enabled`]): their handling is
-//! being changed elsewhere (a 422 on every store).
+//! NUL characters (`\u0000` in JSON, `%00` in paths and queries: a 422 in
+//! a body, a 400 in a URL, on every store) are among the values unless
+//! `AGWIRE_PROPERTY_NUL=0` ([`nul_enabled`]), the switch that leaves them
+//! out.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -70,10 +71,10 @@ const PRINTED_FAILURES: usize = 40;
 /// A tiny PNG (the service judges images by their bytes).
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR property test image";
 
-/// Whether NUL characters are among the values sent
-/// (`AGWIRE_PROPERTY_NUL=1`).
+/// Whether NUL characters are among the values sent (unless
+/// `AGWIRE_PROPERTY_NUL=0`).
 fn nul_enabled() -> bool {
-    std::env::var("AGWIRE_PROPERTY_NUL").as_deref() == Ok("1")
+    std::env::var("AGWIRE_PROPERTY_NUL").as_deref() != Ok("0")
 }
 
 // --- the values --------------------------------------------------------
@@ -1657,7 +1658,7 @@ async fn no_input_reaches_a_5xx_and_every_4xx_is_a_detail() {
         if nul_enabled() {
             "included"
         } else {
-            "left out (AGWIRE_PROPERTY_NUL=1 includes them)"
+            "left out (AGWIRE_PROPERTY_NUL=0)"
         }
     );
     let mut rng = StdRng::seed_from_u64(seed);

@@ -495,8 +495,10 @@ async fn location_is_percent_encoded_and_a_bad_last_event_id_is_400() {
     let (status, body, _) = raw(
         addr,
         &[
-            format!("GET {location} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\nlast-event-id: ")
-                .as_bytes(),
+            format!(
+                "GET {location} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\nlast-event-id: "
+            )
+            .as_bytes(),
             b"\xff\xfe1",
             b"\r\n\r\n",
         ]
