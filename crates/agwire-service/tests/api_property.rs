@@ -60,7 +60,7 @@ use serde_json::{Value, json};
 
 /// Seeded random requests beyond the core set, unless
 /// `AGWIRE_PROPERTY_RANDOM` says otherwise.
-const RANDOM_PROBES: usize = 600;
+const RANDOM_PROBES: usize = 2000;
 /// Requests in flight at once.
 const CONCURRENCY: usize = 8;
 /// How long one answer may take, its body (a run's stream) included.
