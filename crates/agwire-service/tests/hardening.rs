@@ -514,6 +514,89 @@ async fn location_is_percent_encoded_and_a_bad_last_event_id_is_400() {
     );
 }
 
+/// A reader resuming a live run after the last number a sequence can have
+/// (`Last-Event-ID` or `?after=` 2^64 − 1) gets nothing after it: its
+/// stream ends with the run, whole — it does not break off when the run's
+/// next event arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_a_live_run_after_the_last_possible_event_ends_with_the_run() {
+    let agent = BuiltinAgent::with_token_delay(Duration::from_millis(10));
+    let addr = start(&Config::default(), agent, Auth::none()).await.addr;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let accepted = post(addr, &body(&thread, "live", &"word ".repeat(200)), None).await;
+    assert_eq!(accepted.status().as_u16(), 202);
+    // Live: ~2 s of words still to come.
+    common::wait_for_text(addr, "live").await;
+    let last = u64::MAX.to_string();
+    let follow = |header: bool| {
+        let last = last.clone();
+        async move {
+            let events = format!("http://{addr}/api/v1/agent/runs/live/events");
+            let client = reqwest::Client::new();
+            let request = if header {
+                client.get(events).header("last-event-id", last)
+            } else {
+                client.get(format!("{events}?after={last}"))
+            };
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            tokio::time::timeout(Duration::from_secs(30), response.bytes())
+                .await
+                .expect("the stream ends with the run")
+                .expect("the stream ends whole")
+        }
+    };
+    let (by_header, by_query) = tokio::join!(follow(true), follow(false));
+    assert!(common::sse_with_ids(&by_header).is_empty());
+    assert!(common::sse_with_ids(&by_query).is_empty());
+    let run = common::status(addr, "live").await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+}
+
+/// The calendar's range at the ends of time: a `from` whose default `to`
+/// (30 days on) would pass the last instant a date can hold ends there;
+/// an RFC 3339 date-time past either end is a 422 naming its field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calendar_range_at_the_ends_of_time() {
+    let addr = common::serve().await;
+    let get = |query: &'static str| async move {
+        let response = reqwest::get(format!("http://{addr}/api/v1/calendar/events?{query}"))
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.unwrap())
+    };
+    // 30 days after it is past the last instant: the range ends there.
+    assert_eq!(
+        get("from=9999-12-30T00:00:00Z").await,
+        (200, json!({"events": []}))
+    );
+    assert_eq!(
+        get("from=9999-12-30T00:00:00Z&to=9999-12-30T22:00:00Z").await,
+        (200, json!({"events": []}))
+    );
+    let out_of_range = |field: &str| json!({"detail": format!("{field} must be between -009999-01-02T01:59:59Z and 9999-12-30T22:00:00Z")});
+    for (query, field) in [
+        ("from=9999-12-31T23:59:59Z", "from"),
+        ("from=-009999-01-01T00:00:00Z", "from"),
+        (
+            "from=2026-01-01T00:00:00Z&to=9999-12-31T23:59:59-25:59",
+            "to",
+        ),
+        ("from=2026-01-01T00:00:00Z&to=9999-12-30T22:00:01Z", "to"),
+    ] {
+        assert_eq!(get(query).await, (422, out_of_range(field)), "{query}");
+    }
+    // Not a date-time at all: as before.
+    assert_eq!(
+        get("from=%2B99999-01-01").await,
+        (
+            422,
+            json!({"detail": "from must be an RFC 3339 date-time with an offset"})
+        )
+    );
+}
+
 /// CORS is off unless origins are configured; then exactly those origins
 /// may call the API from a browser (preflight and the real request), with
 /// the headers a streaming AG-UI client needs.

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod api_property;
 mod bucket;
 mod hardening;
 mod jobs;

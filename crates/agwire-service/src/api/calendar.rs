@@ -17,6 +17,32 @@ use crate::service::Service;
 /// Most events one answer lists.
 const MAX_EVENTS: u32 = 500;
 
+/// What a range end outside the dates an instant can hold says (jiff's
+/// `Timestamp::MIN` and `MAX`, to the second).
+const OUT_OF_RANGE: &str = "must be between -009999-01-02T01:59:59Z and 9999-12-30T22:00:00Z";
+
+/// The range end `key` of the query, if given: an RFC 3339 instant with an
+/// offset, within the dates an instant can hold.
+fn instant(query: &HashMap<String, String>, key: &str) -> ApiResult<Option<jiff::Timestamp>> {
+    let Some(text) = query.get(key) else {
+        return Ok(None);
+    };
+    match text.parse::<jiff::Timestamp>() {
+        Ok(instant) => Ok(Some(instant)),
+        // A well-formed date-time with an offset that still is no instant
+        // is past one end of time: said as such.
+        Err(_)
+            if jiff::fmt::temporal::Pieces::parse(text.as_str())
+                .is_ok_and(|p| p.time().is_some() && p.offset().is_some()) =>
+        {
+            Err(ApiError::unprocessable(format!("{key} {OUT_OF_RANGE}")))
+        }
+        Err(_) => Err(ApiError::unprocessable(format!(
+            "{key} must be an RFC 3339 date-time with an offset"
+        ))),
+    }
+}
+
 /// Calendar events.
 #[derive(Serialize, ToSchema)]
 pub(super) struct Events {
@@ -30,11 +56,11 @@ pub(super) struct Events {
     summary = "The user's calendar events",
     params(
         ("from" = Option<String>, Query, format = DateTime, description = "RFC 3339 with offset; default now"),
-        ("to" = Option<String>, Query, format = DateTime, description = "Default from + 30 days"),
+        ("to" = Option<String>, Query, format = DateTime, description = "Default from + 30 days (at most the last instant a date can hold, 9999-12-30T22:00:00Z)"),
     ),
     responses(
         (status = 200, description = "Events overlapping the range", body = Events),
-        (status = 422, description = "`from must be an RFC 3339 date-time with an offset`, `to must be after from`", body = Detail),
+        (status = 422, description = "`from must be an RFC 3339 date-time with an offset`, `from must be between -009999-01-02T01:59:59Z and 9999-12-30T22:00:00Z` (and the same two for `to`), `to must be after from`", body = Detail),
     )
 )]
 pub(super) async fn list_events(
@@ -42,23 +68,16 @@ pub(super) async fn list_events(
     User(user): User,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    let instant = |key: &str| {
-        query
-            .get(key)
-            .map(|text| text.parse::<jiff::Timestamp>())
-            .transpose()
-            .map_err(|_| {
-                ApiError::unprocessable(format!(
-                    "{key} must be an RFC 3339 date-time with an offset"
-                ))
-            })
-    };
-    let (from, to) = (instant("from")?, instant("to")?);
+    let (from, to) = (instant(&query, "from")?, instant(&query, "to")?);
     let from = from.unwrap_or_else(jiff::Timestamp::now);
-    let to = to.unwrap_or_else(|| from + jiff::SignedDuration::from_hours(24 * 30));
-    if to <= from {
-        return Err(ApiError::unprocessable("to must be after from"));
-    }
+    let to = match to {
+        Some(to) if to <= from => return Err(ApiError::unprocessable("to must be after from")),
+        Some(to) => to,
+        // Past the last instant a date can hold, the range ends there.
+        None => from
+            .checked_add(jiff::SignedDuration::from_hours(24 * 30))
+            .unwrap_or(jiff::Timestamp::MAX),
+    };
     let events = service
         .engine
         .store

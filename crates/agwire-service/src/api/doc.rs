@@ -303,9 +303,9 @@ pub(super) mod bodies {
     enum Schedule {
         /// minute hour day-of-month month day-of-week, in the job's time zone.
         Cron { cron: String },
-        /// A fixed interval of at least a minute.
+        /// A fixed interval of a minute to a century.
         Every {
-            #[schema(minimum = 60)]
+            #[schema(minimum = 60, maximum = 3_153_600_000.0)]
             every_seconds: i64,
         },
     }

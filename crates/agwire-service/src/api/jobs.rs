@@ -40,7 +40,7 @@ pub(super) struct JobRuns {
     runs: Vec<RunView>,
 }
 
-const INVALID_JOB: &str = "`<field> is required`, `invalid schedule: <why>`, `timezone must be an IANA time zone`, `name must be 1 to 200 characters`, `prompt must be 1 to 10000 characters`, `invalid config: <why>`, `enabled must be a boolean`, `unknown job field '<key>'`, `too many automation jobs (at most 100)`";
+const INVALID_JOB: &str = "`<field> is required`, `invalid schedule: <why>` (`every_seconds must be at least 60`, `every_seconds must be at most 3153600000 (100 years)`, what is wrong with the cron expression), `timezone must be an IANA time zone`, `name must be 1 to 200 characters`, `prompt must be 1 to 10000 characters`, `invalid config: <why>`, `enabled must be a boolean`, `unknown job field '<key>'`, `too many automation jobs (at most 100)`";
 
 #[utoipa::path(
     post,

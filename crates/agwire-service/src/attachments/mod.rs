@@ -181,6 +181,8 @@ impl Attachments {
     /// A URL for `user`'s attachment `id`, valid until `now + ttl`; returns it
     /// with its expiry (unix seconds).
     pub fn sign(&self, base: &str, id: &str, user: &str, now_s: i64) -> (String, i64) {
+        // A lifetime as long as the configuration allows (any positive
+        // i64) ends at the last second there is, not in an overflow.
         let exp = now_s.saturating_add(self.ttl_seconds);
         let sig = hex::encode(self.mac(id, user, exp).finalize().into_bytes());
         (format!("{base}{PATH_PREFIX}{id}?exp={exp}&sig={sig}"), exp)
@@ -510,6 +512,33 @@ mod tests {
         // Another service's secret signs nothing here.
         let (foreign, _) = store().sign("http://h", &id, "alice", 1000);
         assert!(a.verify_url(&foreign, "alice", 1000).is_none());
+    }
+
+    #[test]
+    fn expiries_at_the_end_of_time_neither_overflow_nor_verify_what_was_not_signed() {
+        let mut a = store();
+        // As long as `attachments.url_ttl_seconds` may be (positive).
+        a.ttl_seconds = i64::MAX;
+        let id = uuid::Uuid::new_v4().to_string();
+        let now = 1_700_000_000;
+        let (url, exp) = a.sign("http://h", &id, "alice", now);
+        assert_eq!(exp, i64::MAX, "the latest expiry there is");
+        assert_eq!(
+            a.verify_url(&url, "alice", now).as_deref(),
+            Some(id.as_str())
+        );
+        // Expiries at and past both ends of an i64, claimed: none signed.
+        for claimed in [
+            "-9223372036854775808",
+            "-1",
+            "0",
+            "9223372036854775806",
+            "9223372036854775808",
+            "18446744073709551615",
+        ] {
+            let tampered = url.replace(&format!("exp={exp}"), &format!("exp={claimed}"));
+            assert!(a.verify_url(&tampered, "alice", now).is_none(), "{claimed}");
+        }
     }
 
     #[test]

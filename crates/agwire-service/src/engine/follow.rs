@@ -94,7 +94,7 @@ impl Engine {
                         // is here even when the log is gone by now (its thread
                         // deleted right after the end).
                         while let Some((seq, event)) = live.try_recv() {
-                            if seq != last + 1 {
+                            if !is_next(last, seq) {
                                 continue;
                             }
                             last = seq;
@@ -130,8 +130,8 @@ impl Engine {
                         // Only the next event goes out as it comes; after a
                         // gap (an end that wrote `RUN_STARTED` too, a relay
                         // that missed a change) the log fills it in.
-                        Ok((seq, _)) if seq > last + 1 => break,
-                        Ok((seq, event)) if seq == last + 1 => {
+                        Ok((seq, _)) if is_past_next(last, seq) => break,
+                        Ok((seq, event)) if is_next(last, seq) => {
                             last = seq;
                             let terminal = is_terminal(&event);
                             yield (seq, event);
@@ -168,6 +168,18 @@ async fn read_log(store: &dyn Store, task_id: &str, last: u64) -> Option<Vec<(u6
             None
         }
     }
+}
+
+/// Whether `seq` is the event right after `last`. `last` starts as the
+/// number a reader resumes after, any `u64` (`u64::MAX` included): after
+/// that one no event can come.
+fn is_next(last: u64, seq: u64) -> bool {
+    last.checked_add(1) == Some(seq)
+}
+
+/// Whether `seq` leaves a gap after `last` (see [`is_next`]).
+fn is_past_next(last: u64, seq: u64) -> bool {
+    last.checked_add(1).is_some_and(|next| seq > next)
 }
 
 pub(super) fn is_terminal(event: &Event) -> bool {

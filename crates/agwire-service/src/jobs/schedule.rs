@@ -38,6 +38,9 @@ impl std::fmt::Display for ScheduleError {
 
 /// Shortest interval.
 pub(crate) const MIN_INTERVAL_SECONDS: u64 = 60;
+/// Longest interval: a century. (Much longer ones put the next run past
+/// the last date there is, which could only be said in jiff's words.)
+pub(crate) const MAX_INTERVAL_SECONDS: u64 = 100 * 365 * 24 * 3600;
 
 impl Schedule {
     /// Checks the schedule.
@@ -48,6 +51,9 @@ impl Schedule {
                 .map(|_| ()),
             Self::EverySeconds(s) if *s < MIN_INTERVAL_SECONDS => Err(ScheduleError(format!(
                 "every_seconds must be at least {MIN_INTERVAL_SECONDS}"
+            ))),
+            Self::EverySeconds(s) if *s > MAX_INTERVAL_SECONDS => Err(ScheduleError(format!(
+                "every_seconds must be at most {MAX_INTERVAL_SECONDS} (100 years)"
             ))),
             Self::EverySeconds(_) => Ok(()),
         }
@@ -204,6 +210,28 @@ mod tests {
         assert_eq!(
             next("30 1 * * *", &first, "America/Los_Angeles"),
             "2026-11-02T09:30:00Z"
+        );
+    }
+
+    #[test]
+    fn intervals_past_a_century_are_refused_in_words_whatever_their_size() {
+        for seconds in [MAX_INTERVAL_SECONDS + 1, i64::MAX as u64, u64::MAX] {
+            assert_eq!(
+                Schedule::EverySeconds(seconds).check(),
+                Err(ScheduleError(
+                    "every_seconds must be at most 3153600000 (100 years)".into()
+                )),
+                "{seconds}"
+            );
+        }
+        let century = Schedule::EverySeconds(MAX_INTERVAL_SECONDS);
+        assert_eq!(century.check(), Ok(()));
+        assert_eq!(
+            century
+                .next_after("2026-01-01T00:00:00Z".parse().unwrap(), &TimeZone::UTC)
+                .unwrap()
+                .to_string(),
+            "2125-12-08T00:00:00Z"
         );
     }
 
