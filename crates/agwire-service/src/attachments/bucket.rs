@@ -266,7 +266,7 @@ impl Bucket {
                 Duration::from_secs(ttl),
             )
             .await?;
-        Ok((url.into(), now_s + ttl_seconds.max(1)))
+        Ok((url.into(), now_s.saturating_add(ttl_seconds.max(1))))
     }
 
     /// The attachment a URL this bucket presigned names, if its SigV4
