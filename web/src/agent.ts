@@ -1,5 +1,5 @@
 // One thread's agent on the official client. `run` posts the turn to
-// seed 004's `POST /api/v1/agent/runs` (202) and follows the run's event
+// the service's `POST /api/v1/agent/runs` (202) and follows the run's event
 // stream; `connect` follows a run that is already going (a reload
 // mid-run). Everything after that — chunk expansion, the verifier,
 // `apply`, subscribers — is @ag-ui/client's AbstractAgent pipeline.
@@ -10,14 +10,14 @@ import { errorOf, type Accepted, type Api } from "./api";
 import { clientTime } from "./clientTime";
 import { followRun, type ConnectionState } from "./stream";
 
-/** A user message part as seed 004 sends it: text, or an image by signed URL. */
-export type SeedPart =
+/** A user message part as the service accepts it: text, or an image by signed URL. */
+export type MessagePart =
   | { type: "text"; text: string }
   | { type: "binary"; mimeType: string; url: string; filename?: string };
 
 export interface Turn {
   /** The one user message of the request. */
-  user: { id: string; content: string | SeedPart[] };
+  user: { id: string; content: string | MessagePart[] };
   /** Answers to the previous turn's frontend tool calls. */
   toolAnswers: { id: string; toolCallId: string; content: string }[];
 }

@@ -7,7 +7,7 @@
 
 import type { AgentSubscriber, Message } from "@ag-ui/client";
 import { ApiError, type Api, type HistorySnapshot, type RunStatus } from "./api";
-import { ServiceAgent, type SeedPart } from "./agent";
+import { ServiceAgent, type MessagePart } from "./agent";
 import { CONFIRM, FRONTEND_TOOLS, SET_THEME, parseArgs, runSetTheme } from "./tools";
 import type { ThreadDetail } from "./threads";
 import { fromHistory } from "./view";
@@ -390,7 +390,7 @@ export class ChatController {
     const answers = this.outbox;
     this.outbox = [];
     const userId = uuid();
-    const seed: SeedPart[] = [];
+    const seed: MessagePart[] = [];
     if (trimmed) seed.push({ type: "text", text: trimmed });
     for (const image of images) {
       seed.push({ type: "binary", mimeType: image.mimeType, url: image.url, ...(image.filename ? { filename: image.filename } : {}) });

@@ -1,4 +1,4 @@
-// `forwardedProps.client_time` (seed 004): the device's IANA zone, its local
+// `forwardedProps.client_time` (docs/API.md): the device's IANA zone, its local
 // time now as RFC 3339 with the offset, and the same instant in epoch ms.
 
 export interface ClientTime {

@@ -1,4 +1,4 @@
-// The app's own tools (seed 004's frontend tool channel): sent with every
+// The app's own tools (the service's frontend tool channel): sent with every
 // run in `RunAgentInput.tools`; when the model calls one, the run ends with
 // the call pending and the app answers it in the next request as a tool
 // message after that request's user message.
