@@ -74,9 +74,12 @@ mod vocabulary;
 
 // Broken, malformed and spec-only streams.
 mod broken;
+mod chunk_faults;
+mod entity_faults;
 mod faults;
 mod inject;
 mod malformed;
+mod step_faults;
 mod tag_faults;
 
 mod templates;
