@@ -1,6 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::event::RunStartedEvent;
 
 fn event(value: &Value) -> Event {
     Event::from_value(value.clone())
