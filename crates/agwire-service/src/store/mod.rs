@@ -9,6 +9,7 @@
 //! attachment belongs to one user, and a lookup with another user's id finds
 //! nothing.
 
+mod group;
 mod postgres;
 mod prepared;
 mod records;

@@ -29,13 +29,14 @@ use std::sync::Arc;
 
 use serde_json::json;
 use sqlx::{PgPool, Row};
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::runs::{accept_alone, answered};
 use super::undone;
 use crate::error::Error;
 use crate::store::Accepted;
+use crate::store::group::{Commit, GroupCommit, Shape};
 use crate::store::prepared::Accept;
 
 /// Most accepts one statement carries.
@@ -84,18 +85,7 @@ impl Call {
 /// Hands accepts to the lanes.
 #[derive(Debug, Clone)]
 pub(super) struct Accepts {
-    calls: mpsc::Sender<Call>,
-}
-
-/// What every lane shares.
-struct Lane {
-    pool: PgPool,
-    replica: Arc<str>,
-    lease_ms: i64,
-    queue: Mutex<mpsc::Receiver<Call>>,
-    /// Tells every replica of runs accepted and not started.
-    runnable: super::Runnable,
-    stop: CancellationToken,
+    group: GroupCommit<AcceptMany>,
 }
 
 impl Accepts {
@@ -107,105 +97,110 @@ impl Accepts {
         runnable: super::Runnable,
         stop: CancellationToken,
     ) -> Self {
-        let (calls, queue) = mpsc::channel(4 * MAX_BATCH);
-        let lane = Arc::new(Lane {
+        let accepts = AcceptMany {
             pool,
             replica,
             lease_ms,
-            queue: Mutex::new(queue),
             runnable,
-            stop,
-        });
-        for _ in 0..LANES {
-            tokio::spawn(run(lane.clone()));
+        };
+        let shape = Shape {
+            max_group: MAX_BATCH,
+            lanes: LANES,
+            queue: 4 * MAX_BATCH,
+        };
+        Self {
+            group: GroupCommit::spawn(accepts, shape, stop),
         }
-        Self { calls }
     }
 
     /// Accepts `run` (started by this replica when it holds a `start` and
     /// its thread is idle): answered after the commit that holds it.
     pub(super) async fn accept(&self, run: Accept) -> Result<Accepted, Error> {
         let (reply, answer) = oneshot::channel();
-        let gone = || Error::ShuttingDown;
-        self.calls
-            .send(Call { run, reply })
-            .await
-            .map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?
+        self.group.queue(Call { run, reply }).await?;
+        answer.await.map_err(|_| Error::ShuttingDown)?
     }
 }
 
-async fn run(lane: Arc<Lane>) {
-    let mut batch: Vec<Call> = Vec::with_capacity(MAX_BATCH);
-    loop {
-        // One lane waits for work at a time; the others wait their turn
-        // here, so whatever arrives while a batch commits forms the next.
-        let count = {
-            let mut queue = lane.queue.lock().await;
-            tokio::select! {
-                () = lane.stop.cancelled() => return,
-                count = queue.recv_many(&mut batch, MAX_BATCH) => count,
+/// How a group of accepts is committed: one `agwire_accept_many`.
+struct AcceptMany {
+    pool: PgPool,
+    replica: Arc<str>,
+    lease_ms: i64,
+    /// Tells every replica of runs accepted and not started.
+    runnable: super::Runnable,
+}
+
+impl Commit for AcceptMany {
+    type Call = Call;
+    type Failure = sqlx::Error;
+
+    /// By thread, stable (one thread's calls keep their arrival order): two
+    /// groups take their threads' locks in one order.
+    fn arrange(&self, group: &mut Vec<Call>, _later: &mut Vec<Call>) {
+        group.sort_by(|a, b| a.run.thread_id.cmp(&b.run.thread_id));
+    }
+
+    async fn together(&self, group: &mut Vec<Call>) -> Result<(), sqlx::Error> {
+        if group.len() == 1 {
+            // Nothing to share a statement with.
+            for call in group.drain(..) {
+                self.alone(call).await;
+            }
+            return Ok(());
+        }
+        let rows = match commit(self, group).await {
+            Ok(rows) => rows,
+            Err(error) => {
+                if !undone(&error) {
+                    tracing::error!(%error, "a batch of accepts failed");
+                }
+                return Err(error);
             }
         };
-        if count == 0 {
-            return;
-        }
-        // Stable: one thread's calls keep their arrival order.
-        batch.sort_by(|a, b| a.run.thread_id.cmp(&b.run.thread_id));
-        if batch.len() == 1 {
-            // Nothing to share a statement with.
-            alone(&lane, batch.drain(..)).await;
-            continue;
-        }
-        match commit(&lane, &batch).await {
-            Ok(rows) if rows.len() == batch.len() => {
-                let mut queued = false;
-                for (call, (outcome, task_id, created, waiting)) in batch.drain(..).zip(rows) {
-                    let answer = answered(&call.run, &outcome, task_id, created, waiting);
-                    queued |= is_runnable(&answer);
-                    let _ = call.reply.send(answer);
-                }
-                if queued {
-                    lane.runnable.announce();
-                }
+        if rows.len() == group.len() {
+            let mut queued = false;
+            for (call, (outcome, task_id, created, waiting)) in group.drain(..).zip(rows) {
+                let answer = answered(&call.run, &outcome, task_id, created, waiting);
+                queued |= is_runnable(&answer);
+                let _ = call.reply.send(answer);
             }
-            Ok(rows) => {
-                let error = format!("{} answers to {} accepts", rows.len(), batch.len());
-                tracing::error!(error, "a batch of accepts answered wrongly");
-                for call in batch.drain(..) {
-                    let _ = call.reply.send(Err(Error::Internal(error.clone())));
-                }
+            if queued {
+                self.runnable.announce();
             }
-            // Undone as a whole (a deadlock, a runId's first posts racing,
-            // one call's value the database refused): nothing was written;
-            // each call again alone, so only a bad one fails.
-            Err(error) if undone(&error) => alone(&lane, batch.drain(..)).await,
-            // Anything else (a lost connection) may have committed or not:
-            // never accept twice — the calls fail; a client that posts the
-            // same request again gets the original run back (a replay) or
-            // a new one.
-            Err(error) => {
-                tracing::error!(%error, "a batch of accepts failed");
-                for call in batch.drain(..) {
-                    let failed =
-                        Error::Internal(format!("the accept could not be committed: {error}"));
-                    let _ = call.reply.send(Err(failed));
-                }
+        } else {
+            let error = format!("{} answers to {} accepts", rows.len(), group.len());
+            tracing::error!(error, "a batch of accepts answered wrongly");
+            for call in group.drain(..) {
+                let _ = call.reply.send(Err(Error::Internal(error.clone())));
             }
         }
+        Ok(())
     }
-}
 
-/// Each call on its own statement.
-async fn alone(lane: &Lane, calls: impl Iterator<Item = Call>) {
-    for call in calls {
-        let owner = call.run.start.as_ref().map(|_| &*lane.replica);
-        let answer = accept_alone(&lane.pool, &call.run, owner, lane.lease_ms).await;
+    async fn alone(&self, call: Call) {
+        let owner = call.run.start.as_ref().map(|_| &*self.replica);
+        let answer = accept_alone(&self.pool, &call.run, owner, self.lease_ms).await;
         let queued = is_runnable(&answer);
         let _ = call.reply.send(answer);
         if queued {
-            lane.runnable.announce();
+            self.runnable.announce();
         }
+    }
+
+    /// Undone as a whole (a deadlock, a runId's first posts racing, one
+    /// call's value the database refused): nothing was written; each call
+    /// again alone, so only a bad one fails.
+    fn undone(&self, failure: &sqlx::Error) -> bool {
+        undone(failure)
+    }
+
+    /// Anything else (a lost connection) may have committed or not: never
+    /// accept twice — the call fails; a client that posts the same request
+    /// again gets the original run back (a replay) or a new one.
+    fn fail(&self, call: Call, failure: &sqlx::Error) {
+        let failed = Error::Internal(format!("the accept could not be committed: {failure}"));
+        let _ = call.reply.send(Err(failed));
     }
 }
 
@@ -222,7 +217,7 @@ fn is_runnable(answer: &Result<Accepted, Error>) -> bool {
 type Answer = (String, Option<String>, bool, bool);
 
 /// One batch, one statement: each call's answer, in order.
-async fn commit(lane: &Lane, batch: &[Call]) -> Result<Vec<Answer>, sqlx::Error> {
+async fn commit(lane: &AcceptMany, batch: &[Call]) -> Result<Vec<Answer>, sqlx::Error> {
     let calls: Vec<serde_json::Value> = batch.iter().map(|c| c.to_json(&lane.replica)).collect();
     let rows = sqlx::query(
         "SELECT outcome, task_id, created, waiting FROM agwire_accept_many($1, $2) ORDER BY n",

@@ -2,18 +2,20 @@
 //! executing on this replica, gathered while the previous batch commits, go
 //! to the database as one statement and one commit (`agwire_write_many`).
 //! They are most of a run's writes; a commit waits for the WAL to reach the
-//! disk, so sharing it is where the throughput is (as the SQLite writer
-//! does).
+//! disk, so sharing it is where the throughput is. The loop is the store's
+//! one group commit (`store::group`); this file says how a group is
+//! written.
 
 use std::collections::HashSet;
 
 use serde_json::json;
 use sqlx::PgPool;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::undone;
 use crate::error::Error;
+use crate::store::group::{Commit, GroupCommit, Shape};
 use crate::store::prepared::End;
 
 /// Most writes one commit carries.
@@ -137,18 +139,23 @@ struct Call {
     reply: oneshot::Sender<Result<Option<i64>, Error>>,
 }
 
-/// Hands writes to the batching task.
+/// Hands writes to the group commit.
 #[derive(Debug, Clone)]
 pub(super) struct Writer {
-    calls: mpsc::Sender<Call>,
+    group: GroupCommit<Writes>,
 }
 
 impl Writer {
-    /// Starts the batching task (it ends with `stop`).
+    /// Starts the group commit (it ends with `stop`).
     pub(super) fn start(pool: PgPool, stop: CancellationToken) -> Self {
-        let (calls, receiver) = mpsc::channel(4 * MAX_BATCH);
-        tokio::spawn(run(pool, receiver, stop));
-        Self { calls }
+        let shape = Shape {
+            max_group: MAX_BATCH,
+            lanes: 1,
+            queue: 4 * MAX_BATCH,
+        };
+        Self {
+            group: GroupCommit::spawn(Writes { pool }, shape, stop),
+        }
     }
 
     /// Appends `events` to a run's log: its first number, or `None` when the
@@ -173,83 +180,80 @@ impl Writer {
 
     async fn call(&self, write: Write) -> Result<Option<i64>, Error> {
         let (reply, answer) = oneshot::channel();
-        let gone = || Error::ShuttingDown;
-        self.calls
-            .send(Call { write, reply })
-            .await
-            .map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?
+        self.group.queue(Call { write, reply }).await?;
+        answer.await.map_err(|_| Error::ShuttingDown)?
     }
 }
 
-async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Call>, stop: CancellationToken) {
-    let mut received: Vec<Call> = Vec::with_capacity(MAX_BATCH);
-    // Writes of a run that already has one in the batch wait for the next:
-    // a batch numbers each run's events once.
-    let mut later: Vec<Call> = Vec::new();
-    loop {
-        if later.is_empty() {
-            let count = tokio::select! {
-                () = stop.cancelled() => return,
-                count = receiver.recv_many(&mut received, MAX_BATCH) => count,
-            };
-            if count == 0 {
-                return;
-            }
-        } else {
-            received.append(&mut later);
-            while received.len() < MAX_BATCH
-                && let Ok(call) = receiver.try_recv()
-            {
-                received.push(call);
-            }
-        }
-        let mut runs = HashSet::with_capacity(received.len());
-        let mut batch = Vec::with_capacity(received.len());
-        for call in received.drain(..) {
+/// How a group of run writes is committed: one `agwire_write_many`.
+struct Writes {
+    pool: PgPool,
+}
+
+impl Commit for Writes {
+    type Call = Call;
+    type Failure = sqlx::Error;
+
+    /// A run's second write waits for the next group (a group numbers each
+    /// run's events once); appends go first, then ends — the order of
+    /// `agwire_write_many`'s answers.
+    fn arrange(&self, group: &mut Vec<Call>, later: &mut Vec<Call>) {
+        let mut runs = HashSet::with_capacity(group.len());
+        let mut kept = Vec::with_capacity(group.len());
+        for call in group.drain(..) {
             if runs.insert(call.write.task_id().to_owned()) {
-                batch.push(call);
+                kept.push(call);
             } else {
                 later.push(call);
             }
         }
-        // Appends first, then ends: the order of `agwire_write_many`'s answers.
-        batch.sort_by_key(|call| matches!(call.write, Write::End(_)));
-        match commit(&pool, &batch).await {
-            Ok(numbers) if numbers.len() == batch.len() => {
-                for (call, number) in batch.into_iter().zip(numbers) {
-                    let _ = call.reply.send(Ok(number));
-                }
-            }
-            Ok(numbers) => {
-                let error = format!("{} answers to {} writes", numbers.len(), batch.len());
-                tracing::error!(error, "a batch of run writes answered wrongly");
-                for call in batch {
-                    let _ = call.reply.send(Err(Error::Internal(error.clone())));
-                }
-            }
-            // PostgreSQL undid the statement (a deadlock with another
-            // replica's sweep of an abandoned run, one run's value it
-            // refused): nothing was written, so each call goes again on its
-            // own and only a bad one fails.
-            Err(error) if undone(&error) => {
-                for call in batch {
-                    let alone = call.write.alone(&pool).await.map_err(Error::from);
-                    let _ = call.reply.send(alone);
-                }
-            }
-            // Anything else (a lost connection) may have committed or not:
-            // never write twice — the calls fail, and their runs end with an
-            // error after what the log holds.
+        kept.sort_by_key(|call| matches!(call.write, Write::End(_)));
+        *group = kept;
+    }
+
+    async fn together(&self, group: &mut Vec<Call>) -> Result<(), sqlx::Error> {
+        let numbers = match commit(&self.pool, group).await {
+            Ok(numbers) => numbers,
             Err(error) => {
-                tracing::error!(%error, "a batch of run writes failed");
-                for call in batch {
-                    let _ = call
-                        .reply
-                        .send(Err(Error::LogUnavailable(error.to_string())));
+                if !undone(&error) {
+                    tracing::error!(%error, "a batch of run writes failed");
                 }
+                return Err(error);
+            }
+        };
+        if numbers.len() == group.len() {
+            for (call, number) in group.drain(..).zip(numbers) {
+                let _ = call.reply.send(Ok(number));
+            }
+        } else {
+            let error = format!("{} answers to {} writes", numbers.len(), group.len());
+            tracing::error!(error, "a batch of run writes answered wrongly");
+            for call in group.drain(..) {
+                let _ = call.reply.send(Err(Error::Internal(error.clone())));
             }
         }
+        Ok(())
+    }
+
+    async fn alone(&self, call: Call) {
+        let alone = call.write.alone(&self.pool).await.map_err(Error::from);
+        let _ = call.reply.send(alone);
+    }
+
+    /// PostgreSQL undid the statement (a deadlock with another replica's
+    /// sweep of an abandoned run, one run's value it refused): nothing was
+    /// written, so each call goes again on its own and only a bad one fails.
+    fn undone(&self, failure: &sqlx::Error) -> bool {
+        undone(failure)
+    }
+
+    /// Anything else (a lost connection) may have committed or not: never
+    /// write twice — the call fails, and its run ends with an error after
+    /// what the log holds.
+    fn fail(&self, call: Call, failure: &sqlx::Error) {
+        let _ = call
+            .reply
+            .send(Err(Error::LogUnavailable(failure.to_string())));
     }
 }
 

@@ -1,5 +1,6 @@
 //! The write path of a run: one thread owns one SQLite connection and
-//! commits the work of many runs in one transaction (group commit).
+//! commits the work of many runs in one transaction (the store's group
+//! commit, `store::group`; [`Transactions`] is how SQLite writes a group).
 //!
 //! Why: through sqlx every statement is a round trip to the connection's
 //! worker thread, and a run's writes are a dozen statements; with many runs
@@ -34,6 +35,7 @@ use rusqlite::{Connection, Transaction};
 use tokio::sync::oneshot;
 
 use crate::error::Error;
+use crate::store::group::{Commit, GroupCommit, Shape};
 
 /// Most calls one transaction takes.
 const MAX_BATCH: usize = 512;
@@ -93,7 +95,7 @@ fn settled<T>(
 /// The handle callers hold; the threads end when every handle is gone.
 #[derive(Debug, Clone)]
 pub(super) struct Writer {
-    work: std_mpsc::Sender<Work>,
+    group: GroupCommit<Transactions>,
     shared: Arc<Shared>,
     _checkpointer: std::sync::Arc<Stop>,
 }
@@ -307,7 +309,6 @@ impl Writer {
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
         let wal = std::path::PathBuf::from(wal);
-        let (work, queue) = std_mpsc::channel::<Work>();
         let shared = Arc::new(Shared {
             connection: Mutex::new(connection),
             in_flight: AtomicUsize::new(0),
@@ -316,13 +317,15 @@ impl Writer {
             tuning,
             restart: AtomicBool::new(false),
         });
-        std::thread::Builder::new()
-            .name("agwire-sqlite-writer".into())
-            .spawn({
-                let shared = shared.clone();
-                move || run(&shared, &queue)
-            })
-            .map_err(|e| Error::Internal(format!("could not start the SQLite writer: {e}")))?;
+        let shape = Shape {
+            max_group: MAX_BATCH,
+            lanes: 1,
+            queue: 4 * MAX_BATCH,
+        };
+        let transactions = Transactions {
+            shared: shared.clone(),
+        };
+        let group = GroupCommit::spawn_thread(transactions, shape, "agwire-sqlite-writer")?;
         let (stop, stopped) = std_mpsc::channel::<()>();
         std::thread::Builder::new()
             .name("agwire-sqlite-checkpoint".into())
@@ -336,7 +339,7 @@ impl Writer {
                 Error::Internal(format!("could not start the SQLite checkpointer: {e}"))
             })?;
         Ok(Self {
-            work,
+            group,
             shared,
             _checkpointer: std::sync::Arc::new(Stop { _sender: stop }),
         })
@@ -384,8 +387,9 @@ impl Writer {
                 undo,
             })
         });
-        self.work
-            .send(unit)
+        self.group
+            .queue(unit)
+            .await
             .map_err(|_| Error::Internal("the SQLite writer is gone".into()))?;
         // A dropped answer: the transaction could not even begin.
         answer
@@ -449,39 +453,54 @@ impl Writer {
     }
 }
 
-/// The thread: take what is queued, run it in one transaction, commit,
-/// answer; until every handle is dropped.
-fn run(shared: &Shared, queue: &std_mpsc::Receiver<Work>) {
-    let mut batch: Vec<Work> = Vec::with_capacity(MAX_BATCH);
-    while let Ok(first) = queue.recv() {
+/// How a group of writes is committed on SQLite: by the writer's thread,
+/// in one transaction on its connection, each call in a savepoint of its
+/// own — so a call's failure undoes only it, and a group never fails as a
+/// whole but each caller hears how its call went.
+struct Transactions {
+    shared: Arc<Shared>,
+}
+
+impl Commit for Transactions {
+    type Call = Work;
+    type Failure = std::convert::Infallible;
+
+    async fn together(&self, group: &mut Vec<Work>) -> Result<(), Self::Failure> {
+        let shared = &*self.shared;
         // (A call that panicked held it: SQLite rolled its transaction
         // back; the connection is sound.)
         let mut connection = shared
             .connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        // The WAL's last frames copied with no write in between: the batch
+        // The WAL's last frames copied with no write in between: the group
         // below starts the WAL over (see `checkpoint`).
         if shared.restart.swap(false, Ordering::Relaxed)
             && let Err(error) = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE);")
         {
             tracing::warn!(%error, "WAL checkpoint failed");
         }
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(work) => batch.push(work),
-                Err(_) => break,
-            }
-        }
-        let mut replies: Vec<Box<dyn Reply>> = Vec::with_capacity(batch.len());
-        let committed = commit_batch(&mut connection, &mut batch, &mut replies);
+        let mut replies: Vec<Box<dyn Reply>> = Vec::with_capacity(group.len());
+        let committed = commit_batch(&mut connection, group, &mut replies);
         shared.wrote();
         // Its callers may make their next calls alone.
         drop(connection);
         for reply in replies {
             reply.send(committed.clone());
         }
+        Ok(())
+    }
+
+    async fn alone(&self, call: Work) {
+        let Ok(()) = self.together(&mut vec![call]).await;
+    }
+
+    fn undone(&self, failure: &Self::Failure) -> bool {
+        match *failure {}
+    }
+
+    fn fail(&self, _call: Work, failure: &Self::Failure) {
+        match *failure {}
     }
 }
 
