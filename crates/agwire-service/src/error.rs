@@ -90,6 +90,35 @@ pub enum Error {
     /// The configuration is invalid.
     #[error("configuration: {0}")]
     Config(String),
+    /// The data dir could not be created.
+    #[error("data dir {}: {source}", path.display())]
+    DataDir {
+        /// The configured data dir.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The embedded database could not be opened.
+    #[error("{}: {source}", path.display())]
+    OpenDatabase {
+        /// Its file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: Box<Error>,
+    },
+    /// The attachments' signing key in the data dir could not be read or
+    /// created.
+    #[error("attachments in {}: {source}", path.display())]
+    AttachmentsDir {
+        /// The data dir.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The model could not be set up (the provider's client, the local
+    /// model's download or load).
+    #[error("model: {0}")]
+    Model(#[from] agwire_llm::Error),
     /// Something that should not fail did (500; the detail is logged, not
     /// shown).
     #[error("internal: {0}")]

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod api;
+mod assemble;
 pub mod attachments;
 pub mod auth;
 pub mod brain;
@@ -18,6 +19,7 @@ pub mod store;
 pub mod threads;
 pub mod validate;
 
+pub use assemble::Storage;
 pub use brain::builtin::BuiltinAgent;
 pub use config::Config;
 pub use error::Error;

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agwire_server::DynAgent;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::attachments::Attachments;
 use crate::auth::Auth;
@@ -28,6 +30,18 @@ pub struct Shared {
     pub(crate) attachments: Option<Attachments>,
     pub(crate) auth: Auth,
     pub(crate) options: Options,
+    pub(crate) background: Background,
+}
+
+/// The service's own tasks beside its runs (the job scheduler, the
+/// bucket's sweep): started by [`Service::from_config`], ended by
+/// [`Service::drain`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Background {
+    pub(crate) tasks: TaskTracker,
+    /// Cancelled once the runs have drained: whatever a task is still
+    /// doing then is dropped, as the process exiting would.
+    pub(crate) stop: CancellationToken,
 }
 
 /// The settings the HTTP layer reads on every request.
@@ -38,6 +52,8 @@ pub(crate) struct Options {
     pub(crate) public_url: Option<String>,
     pub(crate) metrics_public: bool,
     pub(crate) http: crate::config::HttpConfig,
+    /// How long running runs may take to finish on shutdown.
+    pub(crate) grace: Duration,
 }
 
 impl Options {
@@ -51,6 +67,7 @@ impl Options {
                 .map(|u| u.trim_end_matches('/').to_owned()),
             metrics_public: config.metrics.public,
             http: config.http.clone(),
+            grace: Duration::from_secs(config.grace_seconds),
         }
     }
 }
@@ -101,6 +118,7 @@ impl Service {
             attachments: None,
             auth: Auth::none(),
             options: Options::default(),
+            background: Background::default(),
         }))
     }
 
@@ -167,8 +185,20 @@ impl Service {
         self.engine.running()
     }
 
-    /// Shutdown (see [`Engine::drain`]).
+    /// Shutdown: the runs drain (see [`Engine::drain`]; the scheduler
+    /// stops starting jobs' runs with them), then the background tasks end
+    /// — none is left running when this returns.
     pub async fn drain(&self, grace: Duration) {
         self.engine.drain(grace).await;
+        self.background.stop.cancel();
+        self.background.tasks.close();
+        self.background.tasks.wait().await;
+    }
+
+    /// The background tasks still running (the scheduler, the bucket's
+    /// sweep): none before [`Service::from_config`] starts them, none after
+    /// [`Service::drain`].
+    pub fn background_tasks(&self) -> usize {
+        self.background.tasks.len()
     }
 }

@@ -3,20 +3,9 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
-use agwire_llm::local::fetch::{self, HubFile};
-use agwire_llm::local::{LocalConfig, LocalModel};
-use agwire_llm::{ChatModel, OpenAiCompatible, OpenAiConfig};
-use agwire_service::attachments::{Attachments, Bucket};
-use agwire_service::auth::Auth;
-use agwire_service::brain::Brain;
-use agwire_service::brain::agents::RuntimeConfig;
-use agwire_service::brain::llm::LlmBrain;
 use agwire_service::config::{BusyThread, Config};
-use agwire_service::store::{PgStore, SqliteStore, Store};
-use agwire_service::{BuiltinAgent, Service};
+use agwire_service::{Service, Storage};
 
 /// Arguments of `agwire serve`. Each overrides the same setting of the
 /// configuration file.
@@ -203,68 +192,6 @@ fn raise_open_files_limit() -> u64 {
     }
 }
 
-/// The configured store (PostgreSQL, else SQLite in the data directory),
-/// putting new attachments in `bucket` if given.
-async fn open_store(
-    config: &Config,
-    bucket: Option<Arc<Bucket>>,
-) -> Result<Arc<dyn Store>, String> {
-    Ok(match &config.store.url {
-        Some(url) => {
-            let store =
-                PgStore::connect_with_lease(url, Duration::from_secs(config.store.lease_seconds))
-                    .await
-                    .map_err(|e| e.to_string())?;
-            Arc::new(match bucket {
-                Some(bucket) => store.with_bucket(bucket),
-                None => store,
-            })
-        }
-        None => {
-            let db = config.data_dir.join("agwire.db");
-            let store = SqliteStore::open(&db)
-                .await
-                .map_err(|e| format!("{}: {e}", db.display()))?;
-            Arc::new(match bucket {
-                Some(bucket) => store.with_bucket(bucket),
-                None => store,
-            })
-        }
-    })
-}
-
-/// Now, in seconds since the epoch.
-fn unix_seconds() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
-/// Sweeps the bucket (see `agwire attachments sweep`) a minute after the
-/// start, then every hour.
-async fn sweep_every_hour(store: Arc<dyn Store>, bucket: Arc<Bucket>) {
-    let mut ticks = tokio::time::interval_at(
-        tokio::time::Instant::now() + Duration::from_secs(60),
-        Duration::from_secs(3600),
-    );
-    loop {
-        ticks.tick().await;
-        let now_s = unix_seconds();
-        match agwire_service::attachments::sweep(
-            &*store,
-            &bucket,
-            agwire_service::attachments::SWEEP_GRACE_SECONDS,
-            now_s,
-        )
-        .await
-        {
-            Ok(0) => {}
-            Ok(removed) => tracing::info!(removed, "removed attachment objects no record names"),
-            Err(error) => tracing::warn!(%error, "could not sweep the attachment bucket"),
-        }
-    }
-}
-
 /// `agwire attachments …`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum AttachmentsCommand {
@@ -286,39 +213,29 @@ pub(crate) async fn attachments(command: AttachmentsCommand) -> Result<(), Strin
         AttachmentsCommand::Sweep(args) => (args, true),
     };
     let config = args.config()?;
-    let url = config
-        .attachments
-        .url
-        .as_deref()
-        .ok_or("no bucket is configured: set [attachments] url or AGWIRE_ATTACHMENTS_URL")?;
-    let bucket = Arc::new(
-        Bucket::open(url, &config.attachments)
-            .await
-            .map_err(|e| e.to_string())?,
-    );
-    let store = open_store(&config, Some(bucket.clone())).await?;
+    let no_bucket = "no bucket is configured: set [attachments] url or AGWIRE_ATTACHMENTS_URL";
+    let url = config.attachments.url.as_deref().ok_or(no_bucket)?;
+    let storage = Storage::open(&config).await.map_err(|e| e.to_string())?;
     use std::io::Write;
     if sweeping {
-        let now_s = unix_seconds();
-        let removed = agwire_service::attachments::sweep(
-            &*store,
-            &bucket,
-            agwire_service::attachments::SWEEP_GRACE_SECONDS,
-            now_s,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+        let removed = storage
+            .sweep_bucket()
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or(no_bucket)?;
         let _ = writeln!(
             std::io::stdout(),
             "{removed} objects without a record removed from {url}"
         );
         return Ok(());
     }
-    let copied = agwire_service::attachments::copy_to_bucket(&*store, &bucket, |id, size| {
-        let _ = writeln!(std::io::stdout(), "moved {id} ({size} bytes)");
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let bucket = storage.bucket.as_deref().ok_or(no_bucket)?;
+    let copied =
+        agwire_service::attachments::copy_to_bucket(&*storage.store, bucket, |id, size| {
+            let _ = writeln!(std::io::stdout(), "moved {id} ({size} bytes)");
+        })
+        .await
+        .map_err(|e| e.to_string())?;
     let _ = writeln!(
         std::io::stdout(),
         "{} attachments moved to {url} ({} bytes); {} records had no bytes",
@@ -331,48 +248,9 @@ pub(crate) async fn attachments(command: AttachmentsCommand) -> Result<(), Strin
 
 pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
     let config = args.config()?;
-    let data_dir = &config.data_dir;
-    std::fs::create_dir_all(data_dir)
-        .map_err(|e| format!("data dir {}: {e}", data_dir.display()))?;
-    // The attachments' bucket, when one is configured: reached (a URL
-    // presigned) before anything starts.
-    let bucket = match &config.attachments.url {
-        Some(url) => Some(Arc::new(
-            Bucket::open(url, &config.attachments)
-                .await
-                .map_err(|e| e.to_string())?,
-        )),
-        None => None,
-    };
-    let store = open_store(&config, bucket.clone()).await?;
-    // What a crash left in the bucket is removed every hour (by every
-    // replica: a sweep is idempotent).
-    let (swept_store, bucket_to_sweep) = (store.clone(), bucket.clone());
-    let mut attachments = Attachments::open(data_dir)
-        .map_err(|e| format!("attachments in {}: {e}", data_dir.display()))?;
-    // Replicas sign with the key their database holds, so a URL one
-    // signed verifies on all.
-    if let Some(key) = store.url_signing_key().await.map_err(|e| e.to_string())? {
-        attachments = attachments.with_key(key);
-    }
-    if let Some(bucket) = bucket {
-        attachments = attachments.with_bucket(bucket);
-    }
-    attachments.max_bytes = config.attachments.max_bytes;
-    attachments.ttl_seconds = config.attachments.url_ttl_seconds;
-    let auth = auth_of(&config.auth);
-    let runtime = match &config.agents_file {
-        Some(path) => RuntimeConfig::load(path).map_err(|e| e.to_string())?,
-        None => RuntimeConfig::builtin(),
-    };
-    let brain = brain(&config).await?;
-    let service = Service::new(store, Arc::new(BuiltinAgent::default()))
-        .with_brain(brain)
-        .with_runtime(runtime)
-        .with_config(&config)
-        .with_attachments(attachments)
-        .with_auth(auth);
-    service.start().await.map_err(|e| e.to_string())?;
+    let service = Service::from_config(&config)
+        .await
+        .map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|e| format!("{}: {e}", config.addr))?;
@@ -383,103 +261,16 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
         "sqlite"
     };
     let open_files = raise_open_files_limit();
-    tracing::info!(%addr, data_dir = %data_dir.display(), database, busy_thread = ?config.runs.busy_thread, open_files, "agwire serve listening");
+    tracing::info!(%addr, data_dir = %config.data_dir.display(), database, busy_thread = ?config.runs.busy_thread, open_files, "agwire serve listening");
     {
         use std::io::Write;
         let _ = writeln!(std::io::stdout().lock(), "listening http://{addr}");
     }
     // The API, and the web app at / (agwire-web).
     let app = service.router_with(agwire_web::router());
-    let scheduler = service.scheduler();
-    tokio::spawn(async move { scheduler.run(Duration::from_secs(1)).await });
-    if let Some(bucket) = bucket_to_sweep {
-        tokio::spawn(sweep_every_hour(swept_store, bucket));
-    }
-    let draining = service.clone();
-    let grace = Duration::from_secs(config.grace_seconds);
-    let shutdown = async move {
-        shutdown_signal().await;
-        tracing::info!(
-            ?grace,
-            "shutting down: no new runs; running ones get the grace period"
-        );
-        draining.drain(grace).await;
-    };
     service
-        .serve(listener, app, shutdown)
+        .serve(listener, app, service.drain_after(shutdown_signal()))
         .await
-        .map_err(|e| e.to_string())
-}
-
-/// The LLM pipeline on the configured provider, on the local model, or on
-/// the scripted model.
-async fn brain(config: &Config) -> Result<Arc<dyn Brain>, String> {
-    let delay = Duration::from_millis(config.builtin.token_delay_ms);
-    if let Some(spec) = &config.llm.local_model {
-        let model: Arc<dyn ChatModel> = Arc::new(local_model(config, spec).await?);
-        return Ok(Arc::new(LlmBrain::new(model.clone(), model)));
-    }
-    let Some(base_url) = &config.llm.base_url else {
-        tracing::warn!("{}", agwire_service::brain::llm::SCRIPTED_NOTE);
-        let model: Arc<dyn ChatModel> = Arc::new(agwire_service::brain::demo::model(delay));
-        return Ok(Arc::new(LlmBrain::new(model.clone(), model)));
-    };
-    let provider = |model: &str| -> Result<Arc<dyn ChatModel>, String> {
-        let mut llm = OpenAiConfig::new(base_url.clone(), model);
-        llm.api_key.clone_from(&config.llm.api_key);
-        llm.max_retries = config.llm.max_retries;
-        Ok(Arc::new(
-            OpenAiCompatible::new(llm).map_err(|e| e.to_string())?,
-        ))
-    };
-    let worker = provider(&config.llm.model)?;
-    let router = match &config.llm.router_model {
-        Some(model) => provider(model)?,
-        None => worker.clone(),
-    };
-    tracing::info!(base_url, model = config.llm.model, "LLM provider");
-    Ok(Arc::new(LlmBrain::new(router, worker)))
-}
-
-/// The local model: the file, or the hub's file fetched into the data
-/// dir's model cache first; loaded off the async threads.
-async fn local_model(config: &Config, spec: &str) -> Result<LocalModel, String> {
-    let path = match HubFile::parse(spec) {
-        None => PathBuf::from(spec),
-        Some(file) => {
-            let file = file.map_err(|e| e.to_string())?;
-            let cache = config.data_dir.join("models");
-            let endpoint = config
-                .llm
-                .hub_endpoint
-                .as_deref()
-                .unwrap_or(fetch::DEFAULT_ENDPOINT);
-            let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
-            let name = file.file.clone();
-            fetch::fetch(&file, &cache, endpoint, token.as_deref(), |p| {
-                let percent = p.done * 100 / p.total.max(1);
-                tracing::info!(
-                    file = name,
-                    "downloading the model: {percent}% ({} of {} MB)",
-                    p.done >> 20,
-                    p.total >> 20
-                );
-            })
-            .await
-            .map_err(|e| e.to_string())?
-        }
-    };
-    let mut local = LocalConfig::new(path);
-    local.parallel = config.llm.local_parallel;
-    // One engine runs every call: it takes every core unless told.
-    if let Some(threads) = config.llm.local_threads {
-        local.threads = threads;
-    }
-    local.context = config.llm.local_context;
-    local.queue = config.llm.local_queue;
-    tokio::task::spawn_blocking(move || LocalModel::load(local))
-        .await
-        .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())
 }
 
@@ -502,29 +293,4 @@ async fn shutdown_signal() {
         () = ctrl_c => {}
         () = term => {}
     }
-}
-
-/// How requests are authenticated, from `[auth]`; what that leaves open
-/// (a JWKS without an audience or an issuer) is logged as warnings.
-fn auth_of(config: &agwire_service::config::AuthConfig) -> Auth {
-    if config.jwt_secret.is_none() && config.jwks_url.is_none() {
-        return Auth::none();
-    }
-    let mut auth = Auth::none();
-    if let Some(secret) = &config.jwt_secret {
-        auth = auth.with_secret(secret.as_bytes().to_vec());
-    }
-    if let Some(url) = &config.jwks_url {
-        auth = auth.with_jwks(url.clone());
-    }
-    if let Some(audience) = &config.audience {
-        auth = auth.with_audience(audience);
-    }
-    if let Some(issuer) = &config.issuer {
-        auth = auth.with_issuer(issuer);
-    }
-    for warning in auth.warnings() {
-        tracing::warn!("{warning}");
-    }
-    auth
 }
