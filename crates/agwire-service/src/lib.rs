@@ -17,8 +17,12 @@ mod service;
 pub mod storable;
 pub mod store;
 pub mod threads;
-pub mod validate;
 
+/// The run request's validation, answering the API's errors (the
+/// integration tests judge it rule by rule).
+pub use api::validate;
+
+pub use api::ApiError;
 pub use assemble::Storage;
 pub use brain::builtin::BuiltinAgent;
 pub use config::Config;

@@ -31,9 +31,7 @@ pub struct RunRequest {
 
 /// A run's state. `Queued` and `Running` are active; the rest are final, and
 /// a final state never changes.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     /// Accepted, waiting for its thread or for a worker.

@@ -1,7 +1,10 @@
-//! Threads as their owner manages them: what the list calls each one, the
-//! titles an owner may give, the list's cursor, and deleting a thread with
-//! everything of it (its active runs cancelled first). The store keeps the
-//! rows ([`crate::store::ThreadStore`]); the HTTP layer is `api/threads.rs`.
+//! Threads as their owner manages them — the threads feature's home: what
+//! the list calls each one, the titles an owner may give, the list's
+//! cursor, and the engine's thread operations (list a page, read, rename,
+//! the tool calls a thread waits on, and deleting a thread with everything
+//! of it, its active runs cancelled first), each reaching only the user's
+//! own threads. The store keeps the rows ([`crate::store::ThreadStore`]);
+//! the HTTP layer is `api/threads.rs`.
 
 use std::time::Duration;
 
@@ -10,7 +13,8 @@ use futures_util::StreamExt;
 
 use crate::engine::Engine;
 use crate::error::Error;
-use crate::store::{DeletedThread, ThreadRecord};
+use crate::store::DeletedThread;
+pub use crate::store::{PendingToolCall, ThreadRecord};
 
 /// Characters of a first user message that name a thread without a title
 /// (then "…").
@@ -83,7 +87,64 @@ pub fn parse_cursor(cursor: &str) -> Option<(i64, &str)> {
     Some((ms.parse().ok()?, id))
 }
 
+/// A page of a user's threads, most recently active first.
+#[derive(Debug)]
+pub struct ThreadPage {
+    /// At most the page's limit.
+    pub threads: Vec<ThreadRecord>,
+    /// The next page's cursor ([`cursor_after`] its last thread); `None` on
+    /// the last page.
+    pub next_cursor: Option<String>,
+}
+
 impl Engine {
+    /// A page of `user`'s threads: at most `limit` after the cursor
+    /// `after` ([`parse_cursor`]).
+    pub(crate) async fn thread_page(
+        &self,
+        user: &str,
+        after: Option<(i64, &str)>,
+        limit: u32,
+    ) -> Result<ThreadPage, Error> {
+        // One more than the page tells whether another page follows.
+        let mut threads = self.store.threads(user, after, limit + 1).await?;
+        let more = threads.len() > limit as usize;
+        threads.truncate(limit as usize);
+        Ok(ThreadPage {
+            next_cursor: threads.last().filter(|_| more).map(cursor_after),
+            threads,
+        })
+    }
+
+    /// `user`'s thread `thread_id` (`None`: no such thread of theirs).
+    pub(crate) async fn thread(
+        &self,
+        user: &str,
+        thread_id: &str,
+    ) -> Result<Option<ThreadRecord>, Error> {
+        self.store.thread(user, thread_id).await
+    }
+
+    /// The frontend tool calls `thread` waits on, oldest first (a record
+    /// [`Self::thread`] read: its owner's).
+    pub(crate) async fn pending_tool_calls(
+        &self,
+        thread: &ThreadRecord,
+    ) -> Result<Vec<PendingToolCall>, Error> {
+        self.store.pending_tool_calls(&thread.thread_id).await
+    }
+
+    /// Sets (`Some`, checked by [`check_title`]) or clears `user`'s title of
+    /// their thread; `false` when they have no such thread.
+    pub(crate) async fn rename_thread(
+        &self,
+        user: &str,
+        thread_id: &str,
+        title: Option<&str>,
+    ) -> Result<bool, Error> {
+        self.store.set_thread_title(user, thread_id, title).await
+    }
+
     /// Deletes `user`'s thread (see [`crate::store::ThreadStore::delete_thread`]):
     /// its active runs are cancelled and waited for first, so their
     /// followers see them end before the thread goes. A run accepted on it

@@ -3,8 +3,9 @@
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns
 
 use agwire_core::{ContentPart, Message, PartSource};
+use agwire_service::ApiError;
 use agwire_service::run::RuntimeMode;
-use agwire_service::validate::{MAX_PAYLOAD_BYTES, Rejection, Rules, ValidRun, validate_run};
+use agwire_service::validate::{MAX_PAYLOAD_BYTES, Rules, ValidRun, validate_run};
 use serde_json::{Value, json};
 
 const THREAD: &str = "550e8400-e29b-41d4-a716-446655440000";
@@ -33,7 +34,7 @@ fn rules() -> Rules<'static> {
     }
 }
 
-fn check(body: &Value) -> Result<ValidRun, Rejection> {
+fn check(body: &Value) -> Result<ValidRun, ApiError> {
     validate_run(body.to_string().as_bytes(), &rules())
 }
 
@@ -42,15 +43,15 @@ fn rejects(body: &Value, detail: &str) {
     match check(body) {
         Ok(_) => panic!("accepted, expected '{detail}': {body}"),
         Err(r) => {
-            assert_eq!(r.detail, detail, "{body}");
-            assert_eq!(r.status, 422);
+            assert_eq!(r.detail(), detail, "{body}");
+            assert_eq!(r.status().as_u16(), 422);
         }
     }
 }
 
 #[track_caller]
 fn accepts(body: &Value) -> ValidRun {
-    check(body).unwrap_or_else(|r| panic!("rejected with '{}': {body}", r.detail))
+    check(body).unwrap_or_else(|r| panic!("rejected with '{}': {body}", r.detail()))
 }
 
 fn with(mut body: Value, pointer: &str, value: Value) -> Value {
@@ -79,11 +80,8 @@ fn payload_size_limit_is_256_kib() {
     assert!(validate_run(&pad(MAX_PAYLOAD_BYTES), &rules()).is_ok());
     let over = validate_run(&pad(MAX_PAYLOAD_BYTES + 1), &rules()).unwrap_err();
     assert_eq!(
-        over,
-        Rejection {
-            status: 413,
-            detail: "RunAgentInput payload exceeds size limit".into()
-        }
+        (over.status().as_u16(), over.detail()),
+        (413, "RunAgentInput payload exceeds size limit")
     );
 }
 
@@ -96,15 +94,15 @@ fn the_body_must_be_a_run_agent_input() {
         r#"{"runId": "r", "messages": []}"#,
     ] {
         let r = validate_run(body.as_bytes(), &rules()).unwrap_err();
-        assert_eq!(r.status, 422);
+        assert_eq!(r.status().as_u16(), 422);
         assert!(
-            r.detail.starts_with("invalid RunAgentInput"),
+            r.detail().starts_with("invalid RunAgentInput"),
             "{body}: {}",
-            r.detail
+            r.detail()
         );
     }
     let r = check(&with(base(), "/messages/0/content", json!(5))).unwrap_err();
-    assert!(r.detail.contains("/messages/0/content"), "{}", r.detail);
+    assert!(r.detail().contains("/messages/0/content"), "{}", r.detail());
 }
 
 #[test]
@@ -379,12 +377,12 @@ fn frontend_tools_may_not_reuse_backend_tool_names() {
         |name: &str| json!([{"name": name, "description": "d", "parameters": {"type": "object"}}]);
     accepts(&with(base(), "/tools", tool("get_weather")));
     let r = check(&with(base(), "/tools", tool("calendar_write"))).unwrap_err();
-    assert_eq!(r.status, 422);
+    assert_eq!(r.status().as_u16(), 422);
     assert!(
-        r.detail
+        r.detail()
             .contains("'calendar_write' is the name of a backend tool"),
         "{}",
-        r.detail
+        r.detail()
     );
 }
 
@@ -447,7 +445,7 @@ fn the_seed_examples_are_accepted() {
     };
     for (i, body) in examples.iter().enumerate() {
         let run = validate_run(body.as_bytes(), &rules)
-            .unwrap_or_else(|r| panic!("example {}: {}", i + 1, r.detail));
+            .unwrap_or_else(|r| panic!("example {}: {}", i + 1, r.detail()));
         assert_eq!(run.input.run_id, format!("run-00{}", i + 1));
     }
 }

@@ -67,9 +67,8 @@ pub(super) async fn upload(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("multipart/form-data"));
     let id = uuid::Uuid::now_v7().to_string();
-    let store = &service.engine.store;
     let max = attachments.max_bytes;
-    let (mime_type, size, in_bucket) = match store.bucket() {
+    let (mime_type, size, in_bucket) = match service.engine.attachment_bucket() {
         // Into the bucket as it arrives: never the whole file in memory.
         Some(bucket) => {
             let (mime_type, size) = if multipart {
@@ -88,8 +87,9 @@ pub(super) async fn upload(
             };
             // The object first, then its record; a record that cannot be
             // written leaves no object behind.
-            if let Err(error) = store
-                .insert_attachment_in_bucket(&id, &user, mime_type, size, now_ms())
+            if let Err(error) = service
+                .engine
+                .record_bucket_attachment(&id, &user, mime_type, size)
                 .await
             {
                 if let Err(removal) = bucket.delete(&id).await {
@@ -115,8 +115,9 @@ pub(super) async fn upload(
                 return Err(too_large());
             }
             let mime_type = sniff(&bytes).ok_or_else(not_an_image)?;
-            store
-                .insert_attachment(&id, &user, mime_type, &bytes, now_ms())
+            service
+                .engine
+                .keep_attachment(&id, &user, mime_type, &bytes)
                 .await?;
             (mime_type, bytes.len(), false)
         }
@@ -262,7 +263,6 @@ pub(super) async fn download(
     };
     let owner = service
         .engine
-        .store
         .attachment(&id)
         .await?
         .ok_or_else(not_found)?;
@@ -296,7 +296,6 @@ pub(super) async fn download(
     }
     let bytes = service
         .engine
-        .store
         .attachment_bytes(&id)
         .await?
         .ok_or_else(not_found)?;

@@ -46,7 +46,26 @@ fn instant(query: &HashMap<String, String>, key: &str) -> ApiResult<Option<jiff:
 /// Calendar events.
 #[derive(Serialize, ToSchema)]
 pub(super) struct Events {
+    #[schema(value_type = Vec<EventDescription>)]
     events: Vec<EventView>,
+}
+
+/// An event as tools and the calendar API show it.
+#[derive(ToSchema)]
+#[schema(as = CalendarEvent)]
+#[allow(
+    dead_code,
+    reason = "a description: the tools' `EventView` is what is sent, field for field"
+)]
+struct EventDescription {
+    id: String,
+    title: String,
+    /// Local time with offset in `event_timezone`.
+    start: String,
+    end: String,
+    event_timezone: String,
+    start_utc: String,
+    end_utc: String,
 }
 
 #[utoipa::path(
@@ -80,7 +99,6 @@ pub(super) async fn list_events(
     };
     let events = service
         .engine
-        .store
         .calendar_events(
             &user,
             from.as_millisecond(),

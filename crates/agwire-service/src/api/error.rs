@@ -1,15 +1,16 @@
 //! `ApiError`: every error the API answers, as JSON `{"detail": ...}` with
 //! its status. Handlers return `Result<_, ApiError>` and use `?`; the
-//! engine's and the store's [`Error`]s map to statuses here, in one place.
+//! engine's [`Error`]s (its database's among them) map to statuses here,
+//! in one place.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::Error;
 
-/// An error answer.
+/// An error answer: a status and the `detail` a client reads.
 #[derive(Debug)]
-pub(crate) struct ApiError {
+pub struct ApiError {
     status: StatusCode,
     detail: String,
     /// 401s say how to authenticate (`WWW-Authenticate: Bearer`).
@@ -27,6 +28,16 @@ pub(crate) struct Detail {
 pub(crate) type ApiResult<T = Response> = Result<T, ApiError>;
 
 impl ApiError {
+    /// Its HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// Its `detail`: the exact sentence a client reads.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
     /// An answer with this status and detail.
     pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> Self {
         Self {
@@ -55,7 +66,7 @@ impl ApiError {
     }
 }
 
-/// Every sentence a client reads for an engine or store error.
+/// Every sentence a client reads for an engine error.
 impl From<Error> for ApiError {
     fn from(error: Error) -> Self {
         match error {

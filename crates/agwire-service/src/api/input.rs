@@ -1,5 +1,5 @@
 //! What request input must be before a handler runs, for every endpoint:
-//! a JSON body declared as JSON (415 otherwise), and no text the stores
+//! a JSON body declared as JSON (415 otherwise), and no text the databases
 //! cannot hold ([`crate::storable`]) in a JSON body (422) or the URL (400).
 //! Judged before the handler, so before anything is written.
 //!
@@ -80,7 +80,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
 }
 
 /// The router layer refusing a URL whose path or query holds an encoded
-/// NUL (`%00`): every path and query parameter reaches a store lookup, and
+/// NUL (`%00`): every path and query parameter reaches a database lookup, and
 /// PostgreSQL would fail the query (a 500) where SQLite finds nothing.
 pub(crate) async fn storable_url(request: Request, next: Next) -> Response {
     let target = request

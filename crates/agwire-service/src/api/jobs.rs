@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use jiff::Timestamp;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::doc::bodies::JobInput;
@@ -14,9 +14,8 @@ use super::error::Detail;
 use super::input::JsonBody;
 use super::runs::RunView;
 use super::{ApiError, ApiResult, User};
-use crate::jobs::{JobView, MAX_JOBS_PER_USER, apply};
+use crate::jobs::{JobRecord, MAX_JOBS_PER_USER, apply, new_job};
 use crate::service::Service;
-use crate::store::JobRecord;
 
 /// Runs a job's run list shows (newest first).
 const MAX_JOB_RUNS: u32 = 100;
@@ -25,6 +24,52 @@ fn body_object(body: &[u8]) -> ApiResult<Map<String, Value>> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(map)) => Ok(map),
         _ => Err(ApiError::unprocessable("the body must be a JSON object")),
+    }
+}
+
+/// A job as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Job)]
+pub(super) struct JobView {
+    id: String,
+    name: String,
+    /// `{"cron": ...}` or `{"every_seconds": ...}`.
+    #[schema(value_type = Object)]
+    schedule: Value,
+    timezone: String,
+    prompt: String,
+    #[schema(value_type = Object)]
+    config: Value,
+    enabled: bool,
+    thread_id: String,
+    #[schema(format = DateTime)]
+    next_run_at: Option<String>,
+    #[schema(format = DateTime)]
+    created_at: Option<String>,
+    #[schema(format = DateTime)]
+    updated_at: Option<String>,
+}
+
+impl From<&JobRecord> for JobView {
+    fn from(job: &JobRecord) -> Self {
+        let at = |ms: Option<i64>| {
+            ms.and_then(|ms| Timestamp::from_millisecond(ms).ok())
+                .map(|t| t.to_string())
+        };
+        Self {
+            id: job.id.clone(),
+            name: job.name.clone(),
+            schedule: serde_json::from_str(&job.schedule).unwrap_or(Value::Null),
+            timezone: job.timezone.clone(),
+            prompt: job.prompt.clone(),
+            config: serde_json::from_str(&job.config).unwrap_or_else(|_| json!({})),
+            enabled: job.enabled,
+            thread_id: job.thread_id.clone(),
+            next_run_at: at(job.next_run_at),
+            created_at: at(Some(job.created_at)),
+            updated_at: at(Some(job.updated_at)),
+        }
     }
 }
 
@@ -64,31 +109,16 @@ pub(super) async fn create(
             return Err(ApiError::unprocessable(format!("{required} is required")));
         }
     }
-    let store = &service.engine.store;
-    if store.jobs(&user).await?.len() >= MAX_JOBS_PER_USER {
+    if service.engine.jobs(&user).await?.len() >= MAX_JOBS_PER_USER {
         return Err(ApiError::unprocessable(
             "too many automation jobs (at most 100)",
         ));
     }
     let now = Timestamp::now();
-    let mut job = JobRecord {
-        id: uuid::Uuid::now_v7().to_string(),
-        user_id: user,
-        name: String::new(),
-        schedule: String::new(),
-        timezone: String::new(),
-        prompt: String::new(),
-        config: "{}".into(),
-        enabled: true,
-        thread_id: uuid::Uuid::new_v4().to_string(),
-        next_run_at: None,
-        created_at: now.as_millisecond(),
-        updated_at: now.as_millisecond(),
-    };
+    let mut job = new_job(user, now);
     apply(&service.engine.runtime, &mut job, &patch, now).map_err(ApiError::unprocessable)?;
-    // The job's thread is created with it, owned by its user.
-    store.create_job(&job).await?;
-    Ok((StatusCode::CREATED, axum::Json(JobView::new(&job))).into_response())
+    service.engine.create_job(&job).await?;
+    Ok((StatusCode::CREATED, axum::Json(JobView::from(&job))).into_response())
 }
 
 #[utoipa::path(
@@ -102,9 +132,9 @@ pub(super) async fn list(
     State(service): State<Service>,
     User(user): User,
 ) -> ApiResult<axum::Json<Jobs>> {
-    let jobs = service.engine.store.jobs(&user).await?;
+    let jobs = service.engine.jobs(&user).await?;
     Ok(axum::Json(Jobs {
-        jobs: jobs.iter().map(JobView::new).collect(),
+        jobs: jobs.iter().map(JobView::from).collect(),
     }))
 }
 
@@ -112,7 +142,6 @@ pub(super) async fn list(
 async fn owned(service: &Service, user: &str, id: &str) -> ApiResult<JobRecord> {
     service
         .engine
-        .store
         .job(user, id)
         .await?
         .ok_or_else(|| ApiError::not_found("job not found"))
@@ -135,7 +164,7 @@ pub(super) async fn read(
     Path(id): Path<String>,
 ) -> ApiResult {
     let job = owned(&service, &user, &id).await?;
-    Ok(axum::Json(JobView::new(&job)).into_response())
+    Ok(axum::Json(JobView::from(&job)).into_response())
 }
 
 #[utoipa::path(
@@ -161,11 +190,11 @@ pub(super) async fn update(
     let patch = body_object(&body)?;
     apply(&service.engine.runtime, &mut job, &patch, Timestamp::now())
         .map_err(ApiError::unprocessable)?;
-    if !service.engine.store.update_job(&job).await? {
+    if !service.engine.update_job(&job).await? {
         // Deleted since it was read.
         return Err(ApiError::not_found("job not found"));
     }
-    Ok(axum::Json(JobView::new(&job)).into_response())
+    Ok(axum::Json(JobView::from(&job)).into_response())
 }
 
 #[utoipa::path(
@@ -184,7 +213,7 @@ pub(super) async fn remove(
     User(user): User,
     Path(id): Path<String>,
 ) -> ApiResult {
-    if !service.engine.store.delete_job(&user, &id).await? {
+    if !service.engine.delete_job(&user, &id).await? {
         return Err(ApiError::not_found("job not found"));
     }
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -207,11 +236,7 @@ pub(super) async fn runs(
     Path(id): Path<String>,
 ) -> ApiResult {
     let job = owned(&service, &user, &id).await?;
-    let runs = service
-        .engine
-        .store
-        .thread_runs(&job.thread_id, MAX_JOB_RUNS)
-        .await?;
+    let runs = service.engine.job_runs(&job, MAX_JOB_RUNS).await?;
     Ok(axum::Json(JobRuns {
         runs: runs.iter().map(|run| RunView::new(run, false)).collect(),
     })

@@ -1,5 +1,5 @@
-//! The HTTP API: thin typed handlers over the run engine and the store, one
-//! file per resource. Handlers return [`ApiResult`]; every error is JSON
+//! The HTTP API: thin typed handlers over the run engine, one file per
+//! resource; the run request's validation ([`validate`]) is its own. Handlers return [`ApiResult`]; every error is JSON
 //! `{"detail": ...}` ([`ApiError`]), and the limits in [`limits`] answer the
 //! same way. Nothing outside this module knows axum.
 
@@ -19,6 +19,7 @@ mod runs;
 mod serve;
 mod stream;
 mod threads;
+pub mod validate;
 
 use std::time::Duration;
 
@@ -34,8 +35,9 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi as _;
 
 use crate::service::Service;
-use crate::validate::MAX_PAYLOAD_BYTES;
-pub(crate) use error::{ApiError, ApiResult};
+pub use error::ApiError;
+pub(crate) use error::ApiResult;
+use validate::MAX_PAYLOAD_BYTES;
 
 /// Backend tools (frontend tools may not reuse their names).
 const BACKEND_TOOLS: &[&str] = &crate::brain::tools::NAMES;

@@ -40,8 +40,8 @@ pub(super) async fn health(State(service): State<Service>) -> axum::Json<Health>
         status: "ok",
         agent: service.engine.brain.describe(),
         note: service.engine.brain.note(),
-        database: service.engine.store.database(),
-        replica: service.engine.store.replica_id(),
+        database: service.engine.database(),
+        replica: service.engine.replica_id(),
     })
 }
 
@@ -65,7 +65,7 @@ pub(super) async fn metrics(State(service): State<Service>, headers: HeaderMap) 
     if !service.options.metrics_public {
         authenticate(&headers, &service).await?;
     }
-    let runs = service.engine.store.status_counts().await?;
+    let runs = service.engine.status_counts().await?;
     let text = service.engine.metrics.render(
         &runs,
         crate::metrics::Held {

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::doc::bodies::ProfilePatch;
 use super::error::Detail;
 use super::input::JsonBody;
-use super::{ApiError, ApiResult, User, now_ms};
+use super::{ApiError, ApiResult, User};
 use crate::service::Service;
 
 /// A user's profile.
@@ -36,7 +36,7 @@ pub(super) async fn get_profile(
     State(service): State<Service>,
     User(user): User,
 ) -> ApiResult<axum::Json<ProfileView>> {
-    let settings = service.engine.store.settings(&user).await?;
+    let settings = service.engine.settings(&user).await?;
     Ok(axum::Json(ProfileView { id: user, settings }))
 }
 
@@ -96,16 +96,6 @@ pub(super) async fn patch_profile(
             return Err(ApiError::unprocessable(format!("invalid settings.{key}")));
         }
     }
-    let store = &service.engine.store;
-    let mut settings = store.settings(&user).await?;
-    for (key, value) in changes {
-        // `null` clears a setting.
-        if value.is_null() {
-            settings.remove(key);
-        } else {
-            settings.insert(key.clone(), value.clone());
-        }
-    }
-    store.set_settings(&user, &settings, now_ms()).await?;
+    let settings = service.engine.change_settings(&user, changes).await?;
     Ok(axum::Json(ProfileView { id: user, settings }).into_response())
 }

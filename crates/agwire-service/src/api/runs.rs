@@ -15,13 +15,13 @@ use super::doc::STREAM;
 use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
 use super::error::Detail;
 use super::stream::{accepted_stream, events_location, resume_after, stream};
+use super::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User, now_ms};
 
 use crate::config::BusyThread;
+use crate::engine::RunRecord;
 use crate::run::{Admission, RunRequest, RunStatus};
 use crate::service::Service;
-use crate::store::RunRecord;
-use crate::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 
 /// Which format to stream in, if the request asks for a stream explicitly.
 fn asked_stream(headers: &HeaderMap) -> Option<WireFormat> {
@@ -67,6 +67,25 @@ pub(super) struct RunView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     usage: Option<Option<Value>>,
+}
+
+/// [`RunStatus`] in the document: its names, every one ([`RunStatus::ALL`]).
+impl utoipa::PartialSchema for RunStatus {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::String)
+            .description(Some(
+                "A run's state. `Queued` and `Running` are active; the rest are final, and\na final state never changes.",
+            ))
+            .enum_values(Some(RunStatus::ALL.map(RunStatus::as_str)))
+            .into()
+    }
+}
+
+impl ToSchema for RunStatus {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("RunStatus")
+    }
 }
 
 /// Why a run failed (its `RUN_ERROR`).
@@ -144,8 +163,9 @@ pub(super) async fn post_run(
     // expiry, owner) before the synchronous validation judges each URL.
     let verified = match &service.attachments {
         Some(attachments) => {
-            attachments
-                .verified_bucket_urls(&*service.engine.store, &body, &user, now_s)
+            service
+                .engine
+                .verified_bucket_urls(attachments, &body, &user, now_s)
                 .await?
         }
         None => Vec::new(),
@@ -160,11 +180,7 @@ pub(super) async fn post_run(
         };
         validate_run(&body, &rules)
     };
-    let mut run = validated.map_err(|rejection| {
-        let status =
-            StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-        ApiError::new(status, rejection.detail)
-    })?;
+    let mut run = validated?;
     // Store references, not URLs: a URL expires, the attachment does not.
     if let Some(attachments) = &service.attachments {
         attachments.to_references(&mut run.input, &user, now_s);
@@ -205,7 +221,6 @@ pub(super) async fn post_run(
 async fn owned_run(service: &Service, user: &str, run_id: &str) -> ApiResult<RunRecord> {
     service
         .engine
-        .store
         .run(user, run_id)
         .await?
         .ok_or_else(|| ApiError::not_found("run not found"))

@@ -17,10 +17,9 @@ use axum::response::Response;
 use futures_core::Stream;
 
 use super::{ApiError, ApiResult};
-use crate::engine::FromStart;
+use crate::engine::{Accepted, FromStart};
 use crate::metrics::{Metrics, StreamGuard};
 use crate::service::Service;
-use crate::store::Accepted;
 
 /// What a path segment must escape: everything but RFC 3986's unreserved
 /// characters and the sub-delimiters a segment may hold as they are.

@@ -13,8 +13,9 @@ use super::error::Detail;
 use super::input::JsonBody;
 use super::{ApiError, ApiResult, User};
 use crate::service::Service;
-use crate::store::{PendingToolCall, ThreadRecord};
-use crate::threads::{DEFAULT_PAGE, MAX_PAGE, check_title, cursor_after, parse_cursor, title};
+use crate::threads::{
+    DEFAULT_PAGE, MAX_PAGE, PendingToolCall, ThreadRecord, check_title, parse_cursor, title,
+};
 
 /// RFC 3339 (UTC) for ms since the epoch.
 fn rfc3339(ms: i64) -> String {
@@ -62,7 +63,7 @@ impl ThreadView {
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[schema(as = ThreadPage)]
-pub(super) struct ThreadPage {
+pub(super) struct ThreadPageView {
     threads: Vec<ThreadView>,
     /// The next page's `cursor`; `null` on the last page.
     next_cursor: Option<String>,
@@ -134,7 +135,6 @@ struct ThreadPatch {
 async fn owned(service: &Service, user: &str, thread_id: &str) -> ApiResult<ThreadRecord> {
     service
         .engine
-        .store
         .thread(user, thread_id)
         .await?
         .ok_or_else(|| ApiError::not_found("thread not found"))
@@ -148,7 +148,7 @@ async fn owned(service: &Service, user: &str, thread_id: &str) -> ApiResult<Thre
     description = "Most recently active first (then by id), a page at a time: pass `nextCursor` as `cursor` for the next.",
     params(ListQuery),
     responses(
-        (status = 200, description = "A page", body = ThreadPage),
+        (status = 200, description = "A page", body = ThreadPageView),
         (status = 422, description = "`limit must be an integer from 1 to 100`, `invalid cursor`", body = Detail),
     )
 )]
@@ -156,7 +156,7 @@ pub(super) async fn list(
     State(service): State<Service>,
     User(user): User,
     Query(query): Query<ListQuery>,
-) -> ApiResult<axum::Json<ThreadPage>> {
+) -> ApiResult<axum::Json<ThreadPageView>> {
     let limit = match query.limit.as_deref() {
         None => DEFAULT_PAGE,
         Some(text) => text
@@ -172,17 +172,10 @@ pub(super) async fn list(
         .as_deref()
         .map(|c| parse_cursor(c).ok_or_else(|| ApiError::unprocessable("invalid cursor")))
         .transpose()?;
-    // One more than the page tells whether another page follows.
-    let mut threads = service
-        .engine
-        .store
-        .threads(&user, after, limit + 1)
-        .await?;
-    let more = threads.len() > limit as usize;
-    threads.truncate(limit as usize);
-    Ok(axum::Json(ThreadPage {
-        next_cursor: threads.last().filter(|_| more).map(cursor_after),
-        threads: threads.iter().map(ThreadView::new).collect(),
+    let page = service.engine.thread_page(&user, after, limit).await?;
+    Ok(axum::Json(ThreadPageView {
+        threads: page.threads.iter().map(ThreadView::new).collect(),
+        next_cursor: page.next_cursor,
     }))
 }
 
@@ -203,7 +196,7 @@ pub(super) async fn read(
     Path(thread_id): Path<String>,
 ) -> ApiResult<axum::Json<ThreadDetail>> {
     let thread = owned(&service, &user, &thread_id).await?;
-    let pending = service.engine.store.pending_tool_calls(&thread_id).await?;
+    let pending = service.engine.pending_tool_calls(&thread).await?;
     Ok(axum::Json(ThreadDetail {
         thread: ThreadView::new(&thread),
         pending_tool_calls: pending.into_iter().map(Into::into).collect(),
@@ -245,8 +238,11 @@ pub(super) async fn rename(
             return Err(ApiError::unprocessable("title must be a string or null"));
         }
     };
-    let store = &service.engine.store;
-    if !store.set_thread_title(&user, &thread_id, title).await? {
+    if !service
+        .engine
+        .rename_thread(&user, &thread_id, title)
+        .await?
+    {
         return Err(ApiError::not_found("thread not found"));
     }
     let thread = owned(&service, &user, &thread_id).await?;

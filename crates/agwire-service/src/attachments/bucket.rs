@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
+// (`bytes::Bytes`, what `object_store` writes, through a crate we depend on.)
 use futures_util::{Stream, StreamExt};
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::buffered::BufWriter;
@@ -21,6 +21,7 @@ use object_store::path::Path;
 use object_store::signer::Signer;
 use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt};
 use tokio::io::AsyncWriteExt;
+use tokio_util::bytes::Bytes;
 
 use crate::config::AttachmentsConfig;
 use crate::error::Error;

@@ -8,11 +8,20 @@
 //! [`Engine::cancel`] here; claims, leases, abandoned runs and relays from
 //! other replicas in `dispatch`; execution, its end and the log's appends
 //! in `execute`; streaming a run's log in `follow`; live events in `hub`.
+//!
+//! The API reaches the database only through the engine's typed
+//! operations, each with its rule in one place: a run's reads here, a
+//! user's settings in `profile`, attachments in `attachments`, the calendar
+//! in `calendar`, and the threads', jobs' and history's in their own
+//! modules ([`crate::threads`], [`crate::jobs`], `crate::history`).
 
+mod attachments;
+mod calendar;
 mod dispatch;
 mod execute;
 mod follow;
 pub(crate) mod hub;
+mod profile;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,7 +34,10 @@ use tokio_util::task::TaskTracker;
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::run::{RunRequest, RunStatus};
-use crate::store::{Accepted, NewRun, RunRecord, Store};
+use crate::store::{NewRun, Store};
+// What the engine's operations answer with, named here so that their
+// callers (the API) need not name the store.
+pub use crate::store::{Accepted, RunRecord};
 pub(crate) use follow::FromStart;
 use hub::Hub;
 
@@ -297,5 +309,27 @@ impl Engine {
             None => self.store.request_cancel(&run.task_id).await?,
         }
         Ok(())
+    }
+
+    /// `user`'s run `run_id` (`None`: no such run of theirs).
+    pub(crate) async fn run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
+        self.store.run(user, run_id).await
+    }
+
+    /// How many runs are in each status (every replica's: they share the
+    /// database).
+    pub(crate) async fn status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {
+        self.store.status_counts().await
+    }
+
+    /// Which database holds the runs: `sqlite` or `postgres`.
+    pub(crate) fn database(&self) -> &'static str {
+        self.store.database()
+    }
+
+    /// This process's name among the replicas sharing the database; `None`
+    /// when it is the only one.
+    pub(crate) fn replica_id(&self) -> Option<String> {
+        self.store.replica_id()
     }
 }

@@ -19,9 +19,10 @@ use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
 use crate::brain::agents::{JobRuntime, RuntimeConfig};
+use crate::engine::{Engine, RunRecord};
 use crate::error::Error;
 use crate::jobs::schedule::Schedule;
-use crate::store::JobRecord;
+pub(crate) use crate::store::JobRecord;
 
 /// Longest job name and prompt.
 const MAX_NAME: usize = 200;
@@ -29,49 +30,22 @@ const MAX_PROMPT: usize = 10_000;
 /// Jobs one user may have.
 pub(crate) const MAX_JOBS_PER_USER: usize = 100;
 
-/// A job as the API shows it.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[schema(as = Job)]
-pub(crate) struct JobView {
-    id: String,
-    name: String,
-    /// `{"cron": ...}` or `{"every_seconds": ...}`.
-    #[schema(value_type = Object)]
-    schedule: Value,
-    timezone: String,
-    prompt: String,
-    #[schema(value_type = Object)]
-    config: Value,
-    enabled: bool,
-    thread_id: String,
-    #[schema(format = DateTime)]
-    next_run_at: Option<String>,
-    #[schema(format = DateTime)]
-    created_at: Option<String>,
-    #[schema(format = DateTime)]
-    updated_at: Option<String>,
-}
-
-impl JobView {
-    pub(crate) fn new(job: &JobRecord) -> Self {
-        let at = |ms: Option<i64>| {
-            ms.and_then(|ms| Timestamp::from_millisecond(ms).ok())
-                .map(|t| t.to_string())
-        };
-        Self {
-            id: job.id.clone(),
-            name: job.name.clone(),
-            schedule: serde_json::from_str(&job.schedule).unwrap_or(Value::Null),
-            timezone: job.timezone.clone(),
-            prompt: job.prompt.clone(),
-            config: serde_json::from_str(&job.config).unwrap_or_else(|_| json!({})),
-            enabled: job.enabled,
-            thread_id: job.thread_id.clone(),
-            next_run_at: at(job.next_run_at),
-            created_at: at(Some(job.created_at)),
-            updated_at: at(Some(job.updated_at)),
-        }
+/// A new job of `user`'s, before its fields are applied: enabled, with
+/// the default config and a thread of its own (created with it).
+pub(crate) fn new_job(user: String, now: Timestamp) -> JobRecord {
+    JobRecord {
+        id: uuid::Uuid::now_v7().to_string(),
+        user_id: user,
+        name: String::new(),
+        schedule: String::new(),
+        timezone: String::new(),
+        prompt: String::new(),
+        config: "{}".into(),
+        enabled: true,
+        thread_id: uuid::Uuid::new_v4().to_string(),
+        next_run_at: None,
+        created_at: now.as_millisecond(),
+        updated_at: now.as_millisecond(),
     }
 }
 
@@ -165,4 +139,44 @@ pub(crate) fn tick_input(
         "forwardedProps": {"runtime_mode": "automation"},
     });
     Ok(serde_json::from_value(input)?)
+}
+
+/// A user's jobs, as the API manages them: each operation reaches only the
+/// user's own jobs.
+impl Engine {
+    /// `user`'s jobs.
+    pub(crate) async fn jobs(&self, user: &str) -> Result<Vec<JobRecord>, Error> {
+        self.store.jobs(user).await
+    }
+
+    /// `user`'s job `id` (`None`: no such job of theirs).
+    pub(crate) async fn job(&self, user: &str, id: &str) -> Result<Option<JobRecord>, Error> {
+        self.store.job(user, id).await
+    }
+
+    /// Stores a new job and creates its thread, owned by its user.
+    pub(crate) async fn create_job(&self, job: &JobRecord) -> Result<(), Error> {
+        self.store.create_job(job).await
+    }
+
+    /// Stores a job's changed fields; `false` when it was deleted since it
+    /// was read.
+    pub(crate) async fn update_job(&self, job: &JobRecord) -> Result<bool, Error> {
+        self.store.update_job(job).await
+    }
+
+    /// Deletes `user`'s job `id` (its runs and thread stay); `false` when
+    /// they have no such job.
+    pub(crate) async fn delete_job(&self, user: &str, id: &str) -> Result<bool, Error> {
+        self.store.delete_job(user, id).await
+    }
+
+    /// A job's latest `limit` runs, newest first.
+    pub(crate) async fn job_runs(
+        &self,
+        job: &JobRecord,
+        limit: u32,
+    ) -> Result<Vec<RunRecord>, Error> {
+        self.store.thread_runs(&job.thread_id, limit).await
+    }
 }

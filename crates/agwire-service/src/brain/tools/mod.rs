@@ -282,8 +282,7 @@ fn current_time(args: &Value, env: ToolEnv<'_>) -> Result<ToolOutput, String> {
 }
 
 /// An event as tools and the calendar API show it.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = CalendarEvent)]
+#[derive(Debug, serde::Serialize)]
 pub(crate) struct EventView {
     id: String,
     title: String,

@@ -7,9 +7,9 @@
 //! `forwardedProps` → exactly one user message → it comes first → attachment
 //! rules (image type, url, no data, at most three) → signed URLs →
 //! `client_time` fields → frontend tools colliding with backend tools → no
-//! string holds the NUL character, which a store cannot hold
+//! string holds the NUL character, which no database can hold
 //! ([`crate::storable`]). Every failure but the first is 422; the first
-//! failing rule is the one reported.
+//! failing rule is the one reported, as the [`ApiError`] the API answers.
 //!
 //! The agent-run API's own front end writes legacy `binary` content blocks; the core
 //! decoder would upgrade or drop them, so attachments are judged on the raw
@@ -20,8 +20,10 @@
 
 use agwire_core::decode::{DecodeMode, decode};
 use agwire_core::{Content, ContentPart, Message, RunAgentInput};
+use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
+use super::ApiError;
 use crate::run::{ClientTime, ClientTimeField, RuntimeMode};
 
 /// Largest accepted body: 256 KiB.
@@ -34,24 +36,6 @@ pub const MAX_MESSAGES: usize = 200;
 pub const MAX_USER_TEXT_CHARS: usize = 10_000;
 /// Most attachments in one message.
 pub const MAX_ATTACHMENTS: usize = 3;
-
-/// A refused request: the HTTP status and the `detail` to answer with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
-    /// 413 or 422.
-    pub status: u16,
-    /// The exact message (`{"detail": ...}`).
-    pub detail: String,
-}
-
-impl Rejection {
-    fn unprocessable(detail: impl Into<String>) -> Self {
-        Self {
-            status: 422,
-            detail: detail.into(),
-        }
-    }
-}
 
 /// What validation needs to know beyond the body.
 pub struct Rules<'a> {
@@ -72,7 +56,7 @@ impl std::fmt::Debug for Rules<'_> {
 
 impl Default for Rules<'_> {
     /// No backend tools, and every URL accepted (tests and examples only:
-    /// the service passes its attachment store's check).
+    /// the service passes its attachments' check).
     fn default() -> Self {
         Self {
             backend_tools: &[],
@@ -103,17 +87,17 @@ struct Attachment {
 }
 
 /// Validates a request body.
-pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejection> {
+pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, ApiError> {
     if body.len() > MAX_PAYLOAD_BYTES {
-        return Err(Rejection {
-            status: 413,
-            detail: "RunAgentInput payload exceeds size limit".into(),
-        });
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "RunAgentInput payload exceeds size limit",
+        ));
     }
     let mut raw: Value = serde_json::from_slice(body)
-        .map_err(|e| Rejection::unprocessable(format!("invalid RunAgentInput: {e}")))?;
+        .map_err(|e| ApiError::unprocessable(format!("invalid RunAgentInput: {e}")))?;
     let Some(object) = raw.as_object_mut() else {
-        return Err(Rejection::unprocessable(
+        return Err(ApiError::unprocessable(
             "invalid RunAgentInput: expected a JSON object",
         ));
     };
@@ -124,20 +108,20 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejectio
     strict_shape(object)?;
     let attachments = take_attachments(object);
     let input = decode::<RunAgentInput>(raw, DecodeMode::Lenient)
-        .map_err(|e| Rejection::unprocessable(format!("invalid RunAgentInput: {e}")))?
+        .map_err(|e| ApiError::unprocessable(format!("invalid RunAgentInput: {e}")))?
         .value;
 
     if uuid::Uuid::parse_str(&input.thread_id).is_err() {
-        return Err(Rejection::unprocessable("threadId must be a valid UUID"));
+        return Err(ApiError::unprocessable("threadId must be a valid UUID"));
     }
     if input.run_id.is_empty() {
-        return Err(Rejection::unprocessable("runId must not be empty"));
+        return Err(ApiError::unprocessable("runId must not be empty"));
     }
     if input.run_id.chars().count() > MAX_RUN_ID_CHARS {
-        return Err(Rejection::unprocessable("runId exceeds length limit"));
+        return Err(ApiError::unprocessable("runId exceeds length limit"));
     }
     if input.messages.len() > MAX_MESSAGES {
-        return Err(Rejection::unprocessable(
+        return Err(ApiError::unprocessable(
             "RunAgentInput.messages exceeds limit",
         ));
     }
@@ -146,24 +130,24 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejectio
         _ => false,
     });
     if too_long {
-        return Err(Rejection::unprocessable(
+        return Err(ApiError::unprocessable(
             "RunAgentInput user message text exceeds limit",
         ));
     }
     let (runtime_mode, client_time) = forwarded_props(forwarded.as_ref())
-        .ok_or_else(|| Rejection::unprocessable("invalid RunAgentInput.forwardedProps"))?;
+        .ok_or_else(|| ApiError::unprocessable("invalid RunAgentInput.forwardedProps"))?;
     let users = input
         .messages
         .iter()
         .filter(|m| matches!(m, Message::User(_)))
         .count();
     if users != 1 {
-        return Err(Rejection::unprocessable(
+        return Err(ApiError::unprocessable(
             "RunAgentInput.messages must contain exactly one user message",
         ));
     }
     if !matches!(input.messages.first(), Some(Message::User(_))) {
-        return Err(Rejection::unprocessable(
+        return Err(ApiError::unprocessable(
             "RunAgentInput.messages[0].role must be user",
         ));
     }
@@ -174,27 +158,27 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejectio
             .as_deref()
             .is_some_and(|m| m.starts_with("image/"))
     }) {
-        return Err(Rejection::unprocessable(
+        return Err(ApiError::unprocessable(
             "binary content requires image mimeType",
         ));
     }
     if all().any(|a| a.url.as_deref().is_none_or(str::is_empty)) {
-        return Err(Rejection::unprocessable("binary content requires url"));
+        return Err(ApiError::unprocessable("binary content requires url"));
     }
     if all().any(|a| a.has_data) {
-        return Err(Rejection::unprocessable(
+        return Err(ApiError::unprocessable(
             "binary content data is not allowed",
         ));
     }
     if attachments.iter().any(|a| a.len() > MAX_ATTACHMENTS) {
-        return Err(Rejection::unprocessable("Too many attachments"));
+        return Err(ApiError::unprocessable("Too many attachments"));
     }
     let attachment_urls: Vec<String> = user_attachments
         .iter()
         .filter_map(|a| a.url.clone())
         .collect();
     if attachment_urls.iter().any(|u| !(rules.signed_url)(u)) {
-        return Err(Rejection::unprocessable(
+        return Err(ApiError::unprocessable(
             "binary content url is not a valid signed URL",
         ));
     }
@@ -204,13 +188,13 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, Rejectio
         .iter()
         .find(|t| rules.backend_tools.contains(&t.name.as_str()))
     {
-        return Err(Rejection::unprocessable(format!(
+        return Err(ApiError::unprocessable(format!(
             "RunAgentInput.tools: '{}' is the name of a backend tool; frontend tools must not reuse it",
             tool.name
         )));
     }
     if let Some(at) = crate::storable::nul_in_json(body) {
-        return Err(Rejection::unprocessable(format!(
+        return Err(ApiError::unprocessable(format!(
             "invalid RunAgentInput: {}",
             crate::storable::nul_detail(&at)
         )));
@@ -241,8 +225,8 @@ const PART_TYPES: [&str; 6] = ["text", "binary", "image", "audio", "video", "doc
 /// naming the field: a message of an unknown role, a content part of an
 /// unknown type, a tool whose `parameters` is not a JSON Schema object. A
 /// run must never proceed on less than the client sent.
-fn strict_shape(object: &Map<String, Value>) -> Result<(), Rejection> {
-    let invalid = |why: String| Rejection::unprocessable(format!("invalid RunAgentInput: {why}"));
+fn strict_shape(object: &Map<String, Value>) -> Result<(), ApiError> {
+    let invalid = |why: String| ApiError::unprocessable(format!("invalid RunAgentInput: {why}"));
     if let Some(Value::Array(messages)) = object.get("messages") {
         for (i, message) in messages.iter().enumerate() {
             let Some(message) = message.as_object() else {
@@ -445,9 +429,9 @@ fn forwarded_props(value: Option<&Value>) -> Option<(RuntimeMode, Option<&Map<St
 }
 
 /// `client_time`, checked, with the exact message for its first bad field.
-fn check_client_time(time: &Map<String, Value>) -> Result<ClientTime, Rejection> {
+fn check_client_time(time: &Map<String, Value>) -> Result<ClientTime, ApiError> {
     ClientTime::parse(time).map_err(|bad| {
-        Rejection::unprocessable(match bad {
+        ApiError::unprocessable(match bad {
             ClientTimeField::DeviceTimezone => "invalid client_time.device_timezone",
             ClientTimeField::ClientNowIso => "invalid client_time.client_now_iso",
             ClientTimeField::ClientEpochMs => "invalid client_time.client_epoch_ms",
