@@ -5,10 +5,10 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The database failed.
+    /// The PostgreSQL database failed.
     #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
-    /// The embedded database's writer failed.
+    Postgres(#[from] sqlx::Error),
+    /// The embedded (SQLite) database failed.
     #[error("database: {0}")]
     Sqlite(#[from] rusqlite::Error),
     /// Stored files (attachments) could not be read or written.

@@ -1077,9 +1077,7 @@ mod sqlite {
         let path = dir.join("agwire.db");
         drop(SqliteStore::open(&path).await.unwrap());
         // Back to the schema before the fix, with the two kinds of jobs it allowed.
-        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
-            .await
-            .unwrap();
+        let connection = rusqlite::Connection::open(&path).unwrap();
         let job = |id: &str, thread: &str| {
             format!(
                 "INSERT INTO automation_jobs (id, user_id, name, schedule, timezone, prompt, config, enabled, thread_id, next_run_at, created_at, updated_at) \
@@ -1105,12 +1103,9 @@ mod sqlite {
             job("taken", "thread-taken"),
             "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('thread-taken', 'bob', 1, 1)".to_owned(),
         ] {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-                .execute(&pool)
-                .await
-                .unwrap();
+            connection.execute_batch(&sql).unwrap();
         }
-        pool.close().await;
+        drop(connection);
         let store = SqliteStore::open(&path).await.unwrap();
         let fresh = store.job("alice", "fresh").await.unwrap().unwrap();
         assert_eq!(fresh.thread_id, "thread-fresh");
@@ -1154,14 +1149,10 @@ mod sqlite {
         let again = store.accept_run(new_run("alice", &r1, "h")).await.unwrap();
         assert!(again.replayed);
         drop(store);
-        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
-            .await
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch("PRAGMA user_version = 999")
             .unwrap();
-        sqlx::raw_sql("PRAGMA user_version = 999")
-            .execute(&pool)
-            .await
-            .unwrap();
-        pool.close().await;
         let err = SqliteStore::open(&path).await.unwrap_err();
         assert!(err.to_string().contains("newer than this binary"), "{err}");
     }
@@ -2515,16 +2506,19 @@ async fn sqlite_reads_a_history_day_by_index() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("agwire.db");
     drop(SqliteStore::open(&path).await.unwrap());
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .unwrap();
+    let connection = rusqlite::Connection::open(&path).unwrap();
     for query in [
         "EXPLAIN QUERY PLAN SELECT MAX(created_at) FROM messages WHERE thread_id = 'x' AND shown AND created_at < 5",
         "EXPLAIN QUERY PLAN SELECT seq, body FROM messages WHERE thread_id = 'x' AND shown AND created_at >= 1 AND created_at < 5 ORDER BY seq",
     ] {
-        let rows: Vec<(i64, i64, i64, String)> =
-            sqlx::query_as(query).fetch_all(&pool).await.unwrap();
-        let plan: Vec<&str> = rows.iter().map(|r| r.3.as_str()).collect();
+        let rows: Vec<String> = connection
+            .prepare(query)
+            .unwrap()
+            .query_map([], |r| r.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let plan: Vec<&str> = rows.iter().map(String::as_str).collect();
         assert!(
             plan.iter()
                 .any(|p| p.contains("USING") && p.contains("messages_shown")),
@@ -2691,10 +2685,7 @@ async fn rows_stored_by_the_previous_schema_read_as_before_on_sqlite() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("agwire.db");
     {
-        let options = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true);
-        let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+        let connection = rusqlite::Connection::open(&path).unwrap();
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite");
         let mut files: Vec<_> = std::fs::read_dir(root)
             .unwrap()
@@ -2704,22 +2695,16 @@ async fn rows_stored_by_the_previous_schema_read_as_before_on_sqlite() {
         files.sort();
         assert_eq!(files.len(), 12);
         for file in &files {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(std::fs::read_to_string(file).unwrap()))
-                .execute(&pool)
-                .await
+            connection
+                .execute_batch(&std::fs::read_to_string(file).unwrap())
                 .unwrap();
         }
-        sqlx::raw_sql("PRAGMA user_version = 12")
-            .execute(&pool)
-            .await
+        connection
+            .execute_batch("PRAGMA user_version = 12")
             .unwrap();
         for row in OLD_ROWS {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(*row))
-                .execute(&pool)
-                .await
-                .unwrap();
+            connection.execute_batch(row).unwrap();
         }
-        pool.close().await;
     }
     let store = SqliteStore::open(&path).await.unwrap();
     check_upgraded("sqlite", &store).await;

@@ -34,16 +34,17 @@ const WORDS: &str = "one two three four five six seven eight nine ten eleven twe
 /// The stage each run is at in the database a killed process left, read
 /// straight from the file: `accepted` (queued), `claimed` (running, nothing
 /// logged yet), `streaming` (running, events logged) or `ended`.
-async fn stages(dir: &Path) -> std::collections::BTreeMap<String, &'static str> {
-    let url = format!("sqlite://{}", dir.join("agwire.db").display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let rows: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT r.run_id, r.status, (SELECT COUNT(*) FROM run_events e WHERE e.task_id = r.task_id) FROM runs r",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    pool.close().await;
+fn stages(dir: &Path) -> std::collections::BTreeMap<String, &'static str> {
+    let connection = rusqlite::Connection::open(dir.join("agwire.db")).unwrap();
+    let rows: Vec<(String, String, i64)> = connection
+        .prepare(
+            "SELECT r.run_id, r.status, (SELECT COUNT(*) FROM run_events e WHERE e.task_id = r.task_id) FROM runs r",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
     rows.into_iter()
         .map(|(run, status, logged)| {
             let stage = match (status.as_str(), logged) {
@@ -146,7 +147,7 @@ async fn sigkill_with_50_runs_in_flight_loses_nothing() {
     for (run, events) in &streamed {
         assert!(events.len() >= 4, "{run} was not mid-stream at the kill");
     }
-    let at_kill = stages(&dir).await;
+    let at_kill = stages(&dir);
     assert_eq!(at_kill.len(), 50);
     assert!(
         at_kill.values().all(|s| *s != "ended"),
@@ -276,7 +277,7 @@ async fn sigkill_while_runs_start_leaves_only_valid_logs() {
         server.child.kill().unwrap();
         server.child.wait().unwrap();
         drop(server);
-        let at_kill = stages(&dir).await;
+        let at_kill = stages(&dir);
         for stage in at_kill.values() {
             *seen.entry(stage).or_default() += 1;
         }

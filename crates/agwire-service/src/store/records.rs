@@ -1,6 +1,12 @@
-//! The record stores every backend writes with the same SQL (threads,
-//! profiles, calendars, jobs): one text, instantiated for each backend's
-//! store and row type. Placeholders are `$n`, which SQLite reads too.
+//! What both backends share of their record stores (threads, profiles,
+//! calendars, jobs) and run reads: the SQL text, where it is the same for
+//! both, and the decoding of what it reads. Placeholders are `$n`, which
+//! SQLite reads too (as parameters numbered in order of first appearance:
+//! each text here names `$1`, `$2`, ... in that order — a test holds them
+//! to it).
+
+use crate::error::Error;
+use crate::store::StoredMessage;
 
 /// A thread's latest messages an agent is given (`RunContext::history`),
 /// newest first: `$1` the thread, `$2` how many. The roles are
@@ -16,564 +22,271 @@ pub(in crate::store) const SETTINGS: &str = "SELECT settings FROM users WHERE id
 pub(in crate::store) const JOB_CONFIG: &str =
     "SELECT config FROM automation_jobs WHERE user_id = $1 AND thread_id = $2";
 
-/// Implements `ThreadStore`, `ProfileStore`, `CalendarStore` and `JobStore`
-/// for a backend store with a `pool` field.
-macro_rules! shared_records {
-    ($store:ty, $row:ty) => {
-        #[async_trait]
-        impl ThreadStore for $store {
-            async fn thread_owner(&self, thread_id: &str) -> Result<Option<String>, Error> {
-                Ok(
-                    sqlx::query_scalar("SELECT user_id FROM threads WHERE id = $1")
-                        .bind(thread_id)
-                        .fetch_optional(&self.pool)
-                        .await?,
-                )
-            }
+/// Replaces a user's settings: `$1` the user, `$2` the settings (JSON
+/// text), `$3` now.
+pub(in crate::store) const SET_SETTINGS: &str = "INSERT INTO users (id, settings, updated_at) \
+     VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET settings = $2, updated_at = $3";
 
-            async fn latest_thread(&self, user: &str) -> Result<Option<String>, Error> {
-                Ok(sqlx::query_scalar("SELECT id FROM threads WHERE user_id = $1 ORDER BY last_active_at DESC, created_at DESC LIMIT 1",
-                )
-                .bind(user)
-                .fetch_optional(&self.pool)
-                .await?)
-            }
+// --- threads ---------------------------------------------------------------
 
-            async fn thread_messages(
-                &self,
-                thread_id: &str,
-                roles: &[&str],
-            ) -> Result<Vec<StoredMessage>, Error> {
-                let rows = sqlx::query("SELECT seq, role, body, created_at, ui_schema FROM messages WHERE thread_id = $1 ORDER BY seq",
-                )
-                .bind(thread_id)
-                .fetch_all(&self.pool)
-                .await?;
-                rows.iter()
-                    .filter(|row| roles.contains(&row.get::<String, _>("role").as_str()))
-                    .map(stored_message)
-                    .collect()
-            }
+/// A thread's owner: `$1` the thread.
+pub(in crate::store) const THREAD_OWNER: &str = "SELECT user_id FROM threads WHERE id = $1";
 
-            async fn last_shown_before(
-                &self,
-                thread_id: &str,
-                before_ms: i64,
-            ) -> Result<Option<i64>, Error> {
-                Ok(sqlx::query_scalar(
-                    "SELECT MAX(created_at) FROM messages WHERE thread_id = $1 AND shown AND created_at < $2",
-                )
-                .bind(thread_id)
-                .bind(before_ms)
-                .fetch_one(&self.pool)
-                .await?)
-            }
+/// A user's most recently active thread: `$1` the user.
+pub(in crate::store) const LATEST_THREAD: &str = "SELECT id FROM threads WHERE user_id = $1 \
+     ORDER BY last_active_at DESC, created_at DESC LIMIT 1";
 
-            async fn shown_messages(
-                &self,
-                thread_id: &str,
-                from_ms: i64,
-                to_ms: i64,
-            ) -> Result<Vec<StoredMessage>, Error> {
-                let rows = sqlx::query(
-                    "SELECT seq, body, created_at, ui_schema FROM messages \
-                     WHERE thread_id = $1 AND shown AND created_at >= $2 AND created_at < $3 ORDER BY seq",
-                )
-                .bind(thread_id)
-                .bind(from_ms)
-                .bind(to_ms)
-                .fetch_all(&self.pool)
-                .await?;
-                rows.iter().map(stored_message).collect()
-            }
+/// A thread's messages in order, as [`stored_message`] reads them (and
+/// `role`): `$1` the thread.
+pub(in crate::store) const THREAD_MESSAGES: &str = "SELECT seq, body, created_at, ui_schema, role \
+     FROM messages WHERE thread_id = $1 ORDER BY seq";
 
-            async fn recent_messages(
-                &self,
-                thread_id: &str,
-                limit: u32,
-            ) -> Result<Vec<String>, Error> {
-                let mut bodies: Vec<String> = sqlx::query_scalar(crate::store::records::RECENT_MESSAGES)
-                    .bind(thread_id)
-                    .bind(i64::from(limit))
-                    .fetch_all(&self.pool)
-                    .await?;
-                bodies.reverse();
-                Ok(bodies)
-            }
+/// When the last shown message before a time was written: `$1` the thread,
+/// `$2` the time.
+pub(in crate::store) const LAST_SHOWN_BEFORE: &str = "SELECT MAX(created_at) FROM messages \
+     WHERE thread_id = $1 AND shown AND created_at < $2";
 
-            async fn threads(
-                &self,
-                user: &str,
-                after: Option<(i64, &str)>,
-                limit: u32,
-            ) -> Result<Vec<ThreadRecord>, Error> {
-                // No cursor: everything is "after" (i64::MAX, "").
-                let (active, id) = after.unwrap_or((i64::MAX, ""));
-                let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {THREAD_COLUMNS} FROM threads t WHERE t.user_id = $1 \
-                     AND (t.last_active_at < $2 OR (t.last_active_at = $2 AND t.id < $3)) \
-                     ORDER BY t.last_active_at DESC, t.id DESC LIMIT $4"
-                )))
-                .bind(user)
-                .bind(active)
-                .bind(id)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?;
-                rows.iter().map(thread_record).collect()
-            }
+/// A thread's shown messages in a time window, as [`stored_message`] reads
+/// them: `$1` the thread, `$2` from, `$3` to.
+pub(in crate::store) const SHOWN_MESSAGES: &str = "SELECT seq, body, created_at, ui_schema FROM messages \
+     WHERE thread_id = $1 AND shown AND created_at >= $2 AND created_at < $3 ORDER BY seq";
 
-            async fn thread(&self, user: &str, thread_id: &str) -> Result<Option<ThreadRecord>, Error> {
-                let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {THREAD_COLUMNS} FROM threads t WHERE t.user_id = $1 AND t.id = $2"
-                )))
-                .bind(user)
-                .bind(thread_id)
-                .fetch_optional(&self.pool)
-                .await?;
-                row.as_ref().map(thread_record).transpose()
-            }
-
-            async fn set_thread_title(
-                &self,
-                user: &str,
-                thread_id: &str,
-                title: Option<&str>,
-            ) -> Result<bool, Error> {
-                let result = sqlx::query("UPDATE threads SET title = $1 WHERE id = $2 AND user_id = $3")
-                    .bind(title)
-                    .bind(thread_id)
-                    .bind(user)
-                    .execute(&self.pool)
-                    .await?;
-                Ok(result.rows_affected() == 1)
-            }
-
-            async fn pending_tool_calls(&self, thread_id: &str) -> Result<Vec<PendingToolCall>, Error> {
-                let rows = sqlx::query(
-                    "SELECT id, name, arguments, run_id, asked_at FROM tool_calls \
-                     WHERE thread_id = $1 AND closed_by IS NULL ORDER BY asked_at, id",
-                )
-                .bind(thread_id)
-                .fetch_all(&self.pool)
-                .await?;
-                rows.iter()
-                    .map(|row| {
-                        Ok(PendingToolCall {
-                            tool_call_id: row.try_get("id")?,
-                            name: row.try_get("name")?,
-                            arguments: row.try_get("arguments")?,
-                            run_id: row.try_get("run_id")?,
-                            asked_at: row.try_get("asked_at")?,
-                        })
-                    })
-                    .collect()
-            }
-
-            async fn delete_thread(&self, user: &str, thread_id: &str) -> Result<DeletedThread, Error> {
-                // Locked against every write of the thread (an accept
-                // waits, or sees it gone and starts a new one).
-                let mut tx = self.begin_locked(thread_id).await?;
-                let owner: Option<String> = sqlx::query_scalar("SELECT user_id FROM threads WHERE id = $1")
-                    .bind(thread_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                if owner.as_deref() != Some(user) {
-                    return Err(Error::ThreadNotFound);
-                }
-                let job: Option<String> = sqlx::query_scalar("SELECT id FROM automation_jobs WHERE thread_id = $1 LIMIT 1")
-                    .bind(thread_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                if let Some(job_id) = job {
-                    return Err(Error::ThreadOfJob { job_id });
-                }
-                let active: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM runs WHERE thread_id = $1 AND status IN ('queued', 'running')",
-                )
-                .bind(thread_id)
-                .fetch_one(&mut *tx)
-                .await?;
-                if active > 0 {
-                    return Err(Error::ThreadBusy);
-                }
-                // The attachments its turns refer to, less those another of
-                // the owner's threads refers to too: recorded with each
-                // thread when its turns were accepted (`attachment_refs`,
-                // the owner's own attachments only), so this is two index
-                // reads per attachment, not a scan of the owner's messages
-                // under the write lock.
-                let attachments: Vec<String> = sqlx::query_scalar(
-                    "DELETE FROM attachments WHERE user_id = $1 AND id IN ( \
-                       SELECT r.attachment_id FROM attachment_refs r WHERE r.thread_id = $2 \
-                       AND NOT EXISTS (SELECT 1 FROM attachment_refs o \
-                                       WHERE o.attachment_id = r.attachment_id AND o.thread_id <> $2)) \
-                     RETURNING id",
-                )
-                .bind(user)
-                .bind(thread_id)
-                .fetch_all(&mut *tx)
-                .await?;
-                sqlx::query("DELETE FROM attachment_refs WHERE thread_id = $1")
-                    .bind(thread_id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("DELETE FROM run_events WHERE task_id IN (SELECT task_id FROM runs WHERE thread_id = $1)")
-                    .bind(thread_id)
-                    .execute(&mut *tx)
-                    .await?;
-                let runs = sqlx::query("DELETE FROM runs WHERE thread_id = $1")
-                    .bind(thread_id)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                let messages = sqlx::query("DELETE FROM messages WHERE thread_id = $1")
-                    .bind(thread_id)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                sqlx::query("DELETE FROM tool_calls WHERE thread_id = $1")
-                    .bind(thread_id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("DELETE FROM threads WHERE id = $1")
-                    .bind(thread_id)
-                    .execute(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                self.remove_attachment_bytes(&attachments).await;
-                Ok(DeletedThread {
-                    runs,
-                    messages,
-                    attachments,
-                })
-            }
-        }
-
-        /// A thread's columns as [`thread_record`] reads them (`t` is the
-        /// thread).
-        const THREAD_COLUMNS: &str = "t.id, t.title, t.derived_title, t.created_at, t.last_active_at, \
-            (SELECT r.run_id FROM runs r WHERE r.thread_id = t.id AND r.status IN ('queued', 'running') \
-             ORDER BY r.created_at LIMIT 1) AS active_run, \
-            (SELECT j.id FROM automation_jobs j WHERE j.thread_id = t.id LIMIT 1) AS job_id";
-
-        impl $store {
-            /// Names the threads stored before names were stored with them
-            /// (`derived_title`, from their first user message), in pages:
-            /// once a thread has a user message its name is never NULL
-            /// again, so after the first start this finds nothing.
-            pub(in crate::store) async fn fill_derived_titles(&self) -> Result<u64, Error> {
-                let mut named = 0;
-                loop {
-                    let rows = sqlx::query(
-                        "SELECT t.id, (SELECT m.body FROM messages m WHERE m.thread_id = t.id \
-                         AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first FROM threads t \
-                         WHERE t.derived_title IS NULL AND EXISTS (SELECT 1 FROM messages m \
-                         WHERE m.thread_id = t.id AND m.role = 'user') LIMIT 256",
-                    )
-                    .fetch_all(&self.pool)
-                    .await?;
-                    if rows.is_empty() {
-                        return Ok(named);
-                    }
-                    for row in &rows {
-                        let id: String = row.try_get("id")?;
-                        let body: Option<String> = row.try_get("first")?;
-                        let title = match body.map(|b| serde_json::from_str::<agwire_core::Message>(&b)) {
-                            Some(Ok(agwire_core::Message::User(user))) => crate::threads::derived_title(&user),
-                            _ => String::new(),
-                        };
-                        sqlx::query("UPDATE threads SET derived_title = $1 WHERE id = $2 AND derived_title IS NULL")
-                            .bind(title)
-                            .bind(id)
-                            .execute(&self.pool)
-                            .await?;
-                        named += 1;
-                    }
-                }
-            }
-        }
-
-        /// A message row (`seq`, `body`, `created_at`, `ui_schema`).
-        fn stored_message(row: &$row) -> Result<StoredMessage, Error> {
-            let body: String = row.try_get("body")?;
-            Ok(StoredMessage {
-                seq: row.try_get("seq")?,
-                message: serde_json::from_str(&body)?,
-                created_at: row.try_get("created_at")?,
-                ui_schema: row
-                    .try_get::<Option<String>, _>("ui_schema")?
-                    .and_then(|u| serde_json::from_str(&u).ok()),
-            })
-        }
-
-        fn thread_record(row: &$row) -> Result<ThreadRecord, Error> {
-            Ok(ThreadRecord {
-                thread_id: row.try_get("id")?,
-                title: row.try_get("title")?,
-                derived_title: row.try_get("derived_title")?,
-                created_at: row.try_get("created_at")?,
-                last_active_at: row.try_get("last_active_at")?,
-                active_run_id: row.try_get("active_run")?,
-                job_id: row.try_get("job_id")?,
-            })
-        }
-
-        #[async_trait]
-        impl ProfileStore for $store {
-            async fn settings(
-                &self,
-                user: &str,
-            ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
-                let text: Option<String> = sqlx::query_scalar(crate::store::records::SETTINGS)
-                    .bind(user)
-                    .fetch_optional(&self.pool)
-                    .await?;
-                Ok(match text {
-                    Some(text) => serde_json::from_str(&text)?,
-                    None => serde_json::Map::new(),
-                })
-            }
-
-            async fn set_settings(
-                &self,
-                user: &str,
-                settings: &serde_json::Map<String, serde_json::Value>,
-                now_ms: i64,
-            ) -> Result<(), Error> {
-                sqlx::query(
-                    "INSERT INTO users (id, settings, updated_at) VALUES ($1, $2, $3) \
-                     ON CONFLICT (id) DO UPDATE SET settings = $2, updated_at = $3",
-                )
-                .bind(user)
-                .bind(serde_json::to_string(settings)?)
-                .bind(now_ms)
-                .execute(&self.pool)
-                .await?;
-                Ok(())
-            }
-        }
-
-        #[async_trait]
-        impl CalendarStore for $store {
-            async fn put_calendar_event(&self, event: &CalendarEvent, now_ms: i64) -> Result<bool, Error> {
-                let result = sqlx::query("INSERT INTO calendar_events (id, user_id, title, start_ms, end_ms, timezone, created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
-                     ON CONFLICT (id) DO UPDATE SET title = $3, start_ms = $4, end_ms = $5, timezone = $6, updated_at = $7 \
-                     WHERE calendar_events.user_id = EXCLUDED.user_id",
-                )
-                .bind(&event.id)
-                .bind(&event.user_id)
-                .bind(&event.title)
-                .bind(event.start_ms)
-                .bind(event.end_ms)
-                .bind(&event.timezone)
-                .bind(now_ms)
-                .execute(&self.pool)
-                .await?;
-                Ok(result.rows_affected() == 1)
-            }
-
-            async fn calendar_event(&self, user: &str, id: &str) -> Result<Option<CalendarEvent>, Error> {
-                let row = sqlx::query("SELECT id, user_id, title, start_ms, end_ms, timezone FROM calendar_events WHERE user_id = $1 AND id = $2",
-                )
-                .bind(user)
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await?;
-                Ok(row.as_ref().map(calendar_event))
-            }
-
-            async fn delete_calendar_event(&self, user: &str, id: &str) -> Result<bool, Error> {
-                let result = sqlx::query("DELETE FROM calendar_events WHERE user_id = $1 AND id = $2")
-                    .bind(user)
-                    .bind(id)
-                    .execute(&self.pool)
-                    .await?;
-                Ok(result.rows_affected() == 1)
-            }
-
-            async fn calendar_events(
-                &self,
-                user: &str,
-                from_ms: i64,
-                to_ms: i64,
-                limit: u32,
-            ) -> Result<Vec<CalendarEvent>, Error> {
-                let rows = sqlx::query(
-                    "SELECT id, user_id, title, start_ms, end_ms, timezone FROM calendar_events \
-                     WHERE user_id = $1 AND start_ms < $2 AND end_ms > $3 ORDER BY start_ms, id LIMIT $4",
-                )
-                .bind(user)
-                .bind(to_ms)
-                .bind(from_ms)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?;
-                Ok(rows.iter().map(calendar_event).collect())
-            }
-        }
-
-        fn calendar_event(row: &$row) -> CalendarEvent {
-            CalendarEvent {
-                id: row.get("id"),
-                user_id: row.get("user_id"),
-                title: row.get("title"),
-                start_ms: row.get("start_ms"),
-                end_ms: row.get("end_ms"),
-                timezone: row.get("timezone"),
-            }
-        }
-
-        const JOB_COLUMNS: &str = "id, user_id, name, schedule, timezone, prompt, config, enabled, thread_id, next_run_at, created_at, updated_at";
-
-        fn job(row: &$row) -> JobRecord {
-            JobRecord {
-                id: row.get("id"),
-                user_id: row.get("user_id"),
-                name: row.get("name"),
-                schedule: row.get("schedule"),
-                timezone: row.get("timezone"),
-                prompt: row.get("prompt"),
-                config: row.get("config"),
-                enabled: row.get("enabled"),
-                thread_id: row.get("thread_id"),
-                next_run_at: row.get("next_run_at"),
-                created_at: row.get("created_at"),
-                updated_at: row.get("updated_at"),
-            }
-        }
-
-        #[async_trait]
-        impl JobStore for $store {
-            async fn create_job(&self, job: &JobRecord) -> Result<(), Error> {
-                let mut tx = self.pool.begin().await?;
-                let inserted = sqlx::query(
-                    "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ($1, $2, $3, $3) \
-                     ON CONFLICT (id) DO NOTHING",
-                )
-                .bind(&job.thread_id)
-                .bind(&job.user_id)
-                .bind(job.created_at)
-                .execute(&mut *tx)
-                .await?;
-                if inserted.rows_affected() != 1 {
-                    return Err(Error::JobThreadTaken);
-                }
-                sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO automation_jobs ({JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-                )))
-                .bind(&job.id)
-                .bind(&job.user_id)
-                .bind(&job.name)
-                .bind(&job.schedule)
-                .bind(&job.timezone)
-                .bind(&job.prompt)
-                .bind(&job.config)
-                .bind(job.enabled)
-                .bind(&job.thread_id)
-                .bind(job.next_run_at)
-                .bind(job.created_at)
-                .bind(job.updated_at)
-                .execute(&mut *tx)
-                .await?;
-                tx.commit().await?;
-                Ok(())
-            }
-
-            async fn update_job(&self, job: &JobRecord) -> Result<bool, Error> {
-                let result = sqlx::query("UPDATE automation_jobs SET name = $1, schedule = $2, timezone = $3, prompt = $4, config = $5, \
-                     enabled = $6, next_run_at = $7, updated_at = $8 WHERE id = $9 AND user_id = $10",
-                )
-                .bind(&job.name)
-                .bind(&job.schedule)
-                .bind(&job.timezone)
-                .bind(&job.prompt)
-                .bind(&job.config)
-                .bind(job.enabled)
-                .bind(job.next_run_at)
-                .bind(job.updated_at)
-                .bind(&job.id)
-                .bind(&job.user_id)
-                .execute(&self.pool)
-                .await?;
-                Ok(result.rows_affected() == 1)
-            }
-
-            async fn job(&self, user: &str, id: &str) -> Result<Option<JobRecord>, Error> {
-                let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE user_id = $1 AND id = $2"
-                )))
-                .bind(user)
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await?;
-                Ok(row.as_ref().map(job))
-            }
-
-            async fn job_of_thread(&self, user: &str, thread_id: &str) -> Result<Option<JobRecord>, Error> {
-                let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE user_id = $1 AND thread_id = $2"
-                )))
-                .bind(user)
-                .bind(thread_id)
-                .fetch_optional(&self.pool)
-                .await?;
-                Ok(row.as_ref().map(job))
-            }
-
-            async fn jobs(&self, user: &str) -> Result<Vec<JobRecord>, Error> {
-                let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE user_id = $1 ORDER BY created_at, id"
-                )))
-                .bind(user)
-                .fetch_all(&self.pool)
-                .await?;
-                Ok(rows.iter().map(job).collect())
-            }
-
-            async fn delete_job(&self, user: &str, id: &str) -> Result<bool, Error> {
-                let result = sqlx::query("DELETE FROM automation_jobs WHERE user_id = $1 AND id = $2")
-                    .bind(user)
-                    .bind(id)
-                    .execute(&self.pool)
-                    .await?;
-                Ok(result.rows_affected() == 1)
-            }
-
-            async fn due_jobs(&self, now_ms: i64, limit: u32) -> Result<Vec<JobRecord>, Error> {
-                let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {JOB_COLUMNS} FROM automation_jobs WHERE enabled AND next_run_at <= $1 \
-                     ORDER BY next_run_at LIMIT $2"
-                )))
-                .bind(now_ms)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?;
-                Ok(rows.iter().map(job).collect())
-            }
-
-            async fn advance_job(&self, id: &str, due: i64, next: Option<i64>) -> Result<bool, Error> {
-                let result = sqlx::query("UPDATE automation_jobs SET next_run_at = $1 WHERE id = $2 AND next_run_at = $3 AND enabled",
-                )
-                .bind(next)
-                .bind(id)
-                .bind(due)
-                .execute(&self.pool)
-                .await?;
-                Ok(result.rows_affected() == 1)
-            }
-        }
+/// A thread's columns, in `ThreadRecord`'s order (`t` is the thread).
+macro_rules! thread_columns {
+    () => {
+        "t.id, t.title, t.derived_title, t.created_at, t.last_active_at, \
+         (SELECT r.run_id FROM runs r WHERE r.thread_id = t.id AND r.status IN ('queued', 'running') \
+          ORDER BY r.created_at LIMIT 1) AS active_run, \
+         (SELECT j.id FROM automation_jobs j WHERE j.thread_id = t.id LIMIT 1) AS job_id"
     };
 }
 
-pub(super) use shared_records;
+/// A page of a user's threads, most recently active first: `$1` the user,
+/// `$2` and `$3` the cursor (last active, id), `$4` how many.
+pub(in crate::store) const THREADS: &str = concat!(
+    "SELECT ",
+    thread_columns!(),
+    " FROM threads t WHERE t.user_id = $1 \
+     AND (t.last_active_at < $2 OR (t.last_active_at = $2 AND t.id < $3)) \
+     ORDER BY t.last_active_at DESC, t.id DESC LIMIT $4"
+);
 
-/// The run reads both backends answer with the same SQL, as inherent
-/// methods their `RunStore` impls call (`RUN_COLUMNS` and `record` come
-/// with them).
+/// One of a user's threads: `$1` the user, `$2` the thread.
+pub(in crate::store) const THREAD: &str = concat!(
+    "SELECT ",
+    thread_columns!(),
+    " FROM threads t WHERE t.user_id = $1 AND t.id = $2"
+);
+
+/// Names a thread: `$1` the title, `$2` the thread, `$3` its user.
+pub(in crate::store) const SET_THREAD_TITLE: &str =
+    "UPDATE threads SET title = $1 WHERE id = $2 AND user_id = $3";
+
+/// A thread's open frontend tool calls, oldest first: `$1` the thread.
+pub(in crate::store) const PENDING_TOOL_CALLS: &str = "SELECT id, name, arguments, run_id, asked_at \
+     FROM tool_calls WHERE thread_id = $1 AND closed_by IS NULL ORDER BY asked_at, id";
+
+/// The automation job a thread belongs to, if any: `$1` the thread.
+pub(in crate::store) const JOB_OF_THREAD_ID: &str =
+    "SELECT id FROM automation_jobs WHERE thread_id = $1 LIMIT 1";
+
+/// A thread's queued and running runs: `$1` the thread.
+pub(in crate::store) const ACTIVE_RUNS: &str =
+    "SELECT COUNT(*) FROM runs WHERE thread_id = $1 AND status IN ('queued', 'running')";
+
+/// Deletes the attachments a deleted thread's turns refer to, less those
+/// another of the owner's threads refers to too, returning their ids: `$1`
+/// the owner, `$2` the thread. Recorded with each thread when its turns
+/// were accepted (`attachment_refs`, the owner's own attachments only), so
+/// this is two index reads per attachment, not a scan of the owner's
+/// messages under the write lock.
+pub(in crate::store) const DELETE_THREAD_ATTACHMENTS: &str = "DELETE FROM attachments \
+     WHERE user_id = $1 AND id IN ( \
+       SELECT r.attachment_id FROM attachment_refs r WHERE r.thread_id = $2 \
+       AND NOT EXISTS (SELECT 1 FROM attachment_refs o \
+                       WHERE o.attachment_id = r.attachment_id AND o.thread_id <> $2)) \
+     RETURNING id";
+
+/// The rest of a thread, each `$1` the thread, in this order: its
+/// attachment references, its runs' events, its runs, its messages, its
+/// tool calls, itself.
+pub(in crate::store) const DELETE_THREAD_REFS: &str =
+    "DELETE FROM attachment_refs WHERE thread_id = $1";
+pub(in crate::store) const DELETE_THREAD_EVENTS: &str =
+    "DELETE FROM run_events WHERE task_id IN (SELECT task_id FROM runs WHERE thread_id = $1)";
+pub(in crate::store) const DELETE_THREAD_RUNS: &str = "DELETE FROM runs WHERE thread_id = $1";
+pub(in crate::store) const DELETE_THREAD_MESSAGES: &str =
+    "DELETE FROM messages WHERE thread_id = $1";
+pub(in crate::store) const DELETE_THREAD_TOOL_CALLS: &str =
+    "DELETE FROM tool_calls WHERE thread_id = $1";
+pub(in crate::store) const DELETE_THREAD: &str = "DELETE FROM threads WHERE id = $1";
+
+/// A page of the threads stored before names were stored with them, each
+/// with its first user message (see `fill_derived_titles`).
+pub(in crate::store) const UNNAMED_THREADS: &str = "SELECT t.id, (SELECT m.body FROM messages m \
+     WHERE m.thread_id = t.id AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first FROM threads t \
+     WHERE t.derived_title IS NULL AND EXISTS (SELECT 1 FROM messages m \
+     WHERE m.thread_id = t.id AND m.role = 'user') LIMIT 256";
+
+/// Names an unnamed thread: `$1` the name, `$2` the thread.
+pub(in crate::store) const NAME_THREAD: &str =
+    "UPDATE threads SET derived_title = $1 WHERE id = $2 AND derived_title IS NULL";
+
+// --- calendars -------------------------------------------------------------
+
+/// Creates or replaces a user's event (never another user's): `$1` the id,
+/// `$2` the user, `$3` the title, `$4` start, `$5` end, `$6` the timezone,
+/// `$7` now.
+pub(in crate::store) const PUT_CALENDAR_EVENT: &str = "INSERT INTO calendar_events \
+     (id, user_id, title, start_ms, end_ms, timezone, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+     ON CONFLICT (id) DO UPDATE SET title = $3, start_ms = $4, end_ms = $5, timezone = $6, updated_at = $7 \
+     WHERE calendar_events.user_id = EXCLUDED.user_id";
+
+/// One of a user's events: `$1` the user, `$2` the event.
+pub(in crate::store) const CALENDAR_EVENT: &str = "SELECT id, user_id, title, start_ms, end_ms, timezone \
+     FROM calendar_events WHERE user_id = $1 AND id = $2";
+
+/// Deletes one of a user's events: `$1` the user, `$2` the event.
+pub(in crate::store) const DELETE_CALENDAR_EVENT: &str =
+    "DELETE FROM calendar_events WHERE user_id = $1 AND id = $2";
+
+/// A user's events overlapping a window, by start: `$1` the user, `$2` the
+/// window's end, `$3` its start, `$4` how many.
+pub(in crate::store) const CALENDAR_EVENTS: &str = "SELECT id, user_id, title, start_ms, end_ms, timezone \
+     FROM calendar_events WHERE user_id = $1 AND start_ms < $2 AND end_ms > $3 \
+     ORDER BY start_ms, id LIMIT $4";
+
+// --- jobs ------------------------------------------------------------------
+
+/// A job's columns, in `JobRecord`'s order.
+macro_rules! job_columns {
+    () => {
+        "id, user_id, name, schedule, timezone, prompt, config, enabled, thread_id, next_run_at, \
+         created_at, updated_at"
+    };
+}
+
+/// A new job's thread: `$1` the thread, `$2` the user, `$3` now. Inserts
+/// nothing when the id is taken.
+pub(in crate::store) const CREATE_JOB_THREAD: &str = "INSERT INTO threads \
+     (id, user_id, created_at, last_active_at) VALUES ($1, $2, $3, $3) ON CONFLICT (id) DO NOTHING";
+
+/// A new job, its columns in order (`$1` ... `$12`).
+pub(in crate::store) const INSERT_JOB: &str = concat!(
+    "INSERT INTO automation_jobs (",
+    job_columns!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+);
+
+/// Changes a user's job: `$1` name, `$2` schedule, `$3` timezone, `$4`
+/// prompt, `$5` config, `$6` enabled, `$7` next run, `$8` now, `$9` the job,
+/// `$10` the user.
+pub(in crate::store) const UPDATE_JOB: &str = "UPDATE automation_jobs SET name = $1, schedule = $2, \
+     timezone = $3, prompt = $4, config = $5, enabled = $6, next_run_at = $7, updated_at = $8 \
+     WHERE id = $9 AND user_id = $10";
+
+/// One of a user's jobs: `$1` the user, `$2` the job.
+pub(in crate::store) const JOB: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM automation_jobs WHERE user_id = $1 AND id = $2"
+);
+
+/// The job a user's thread belongs to: `$1` the user, `$2` the thread.
+pub(in crate::store) const JOB_OF_THREAD: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM automation_jobs WHERE user_id = $1 AND thread_id = $2"
+);
+
+/// A user's jobs, oldest first: `$1` the user.
+pub(in crate::store) const JOBS: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM automation_jobs WHERE user_id = $1 ORDER BY created_at, id"
+);
+
+/// Deletes one of a user's jobs: `$1` the user, `$2` the job.
+pub(in crate::store) const DELETE_JOB: &str =
+    "DELETE FROM automation_jobs WHERE user_id = $1 AND id = $2";
+
+/// The enabled jobs due by a time, soonest first: `$1` the time, `$2` how
+/// many.
+pub(in crate::store) const DUE_JOBS: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM automation_jobs WHERE enabled AND next_run_at <= $1 ORDER BY next_run_at LIMIT $2"
+);
+
+/// Moves a job's next run on, if it was still due then: `$1` the next run,
+/// `$2` the job, `$3` when it was due.
+pub(in crate::store) const ADVANCE_JOB: &str = "UPDATE automation_jobs SET next_run_at = $1 \
+     WHERE id = $2 AND next_run_at = $3 AND enabled";
+
+// --- runs ------------------------------------------------------------------
+
+/// A run's columns as `RunRecord` holds them, in its order.
+macro_rules! run_columns {
+    () => {
+        "task_id, user_id, thread_id, run_id, status, error, usage, created_at, started_at, finished_at"
+    };
+}
+
+/// [`run_columns`] as a constant.
+pub(in crate::store) const RUN_COLUMNS: &str = run_columns!();
+
+/// A run's events after a number, in order: `$1` the run, `$2` the number.
+pub(in crate::store) const EVENTS_AFTER: &str =
+    "SELECT seq, event FROM run_events WHERE task_id = $1 AND seq > $2 ORDER BY seq";
+
+/// One of a user's runs: `$1` the user, `$2` the client's run id.
+pub(in crate::store) const RUN: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    " FROM runs WHERE user_id = $1 AND run_id = $2"
+);
+
+/// A run's status: `$1` the run.
+pub(in crate::store) const RUN_STATUS: &str = "SELECT status FROM runs WHERE task_id = $1";
+
+/// How many runs are in each status.
+pub(in crate::store) const STATUS_COUNTS: &str =
+    "SELECT status, COUNT(*) AS n FROM runs GROUP BY status";
+
+// --- decoding --------------------------------------------------------------
+
+/// A message row's columns (`seq`, `body`, `created_at`, `ui_schema`) as a
+/// message (a UI schema that is not JSON is dropped, as it was written).
+pub(in crate::store) fn stored_message(
+    seq: i64,
+    body: &str,
+    created_at: i64,
+    ui_schema: Option<&str>,
+) -> Result<StoredMessage, Error> {
+    Ok(StoredMessage {
+        seq,
+        message: serde_json::from_str(body)?,
+        created_at,
+        ui_schema: ui_schema.and_then(|u| serde_json::from_str(u).ok()),
+    })
+}
+
+/// An unnamed thread's name from its first user message (empty when that
+/// is not a user message).
+pub(in crate::store) fn derived_title(first: Option<String>) -> String {
+    match first.map(|b| serde_json::from_str::<agwire_core::Message>(&b)) {
+        Some(Ok(agwire_core::Message::User(user))) => crate::threads::derived_title(&user),
+        _ => String::new(),
+    }
+}
+
+/// The run reads PostgreSQL answers with sqlx (its `RunStore` impl calls
+/// them; `RUN_COLUMNS` and `record` come with them). SQLite's are in
+/// `sqlite/runs.rs`, on the same SQL text.
 macro_rules! shared_run_reads {
     ($store:ty, $row:ty) => {
-        const RUN_COLUMNS: &str = "task_id, user_id, thread_id, run_id, status, error, usage, created_at, started_at, finished_at";
+        const RUN_COLUMNS: &str = crate::store::records::RUN_COLUMNS;
 
         fn record(row: &$row) -> Result<RunRecord, Error> {
             Ok(RunRecord {
@@ -596,13 +309,11 @@ macro_rules! shared_run_reads {
                 task_id: &str,
                 after: u64,
             ) -> Result<Vec<(u64, Event)>, Error> {
-                let rows = sqlx::query(
-                    "SELECT seq, event FROM run_events WHERE task_id = $1 AND seq > $2 ORDER BY seq",
-                )
-                .bind(task_id)
-                .bind(i64::try_from(after).unwrap_or(i64::MAX))
-                .fetch_all(&self.pool)
-                .await?;
+                let rows = sqlx::query(crate::store::records::EVENTS_AFTER)
+                    .bind(task_id)
+                    .bind(i64::try_from(after).unwrap_or(i64::MAX))
+                    .fetch_all(&self.pool)
+                    .await?;
                 rows.iter()
                     .map(|row| {
                         let seq: i64 = row.try_get("seq")?;
@@ -614,31 +325,33 @@ macro_rules! shared_run_reads {
             }
 
             async fn read_run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
-                let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {RUN_COLUMNS} FROM runs WHERE user_id = $1 AND run_id = $2"
-                )))
-                .bind(user)
-                .bind(run_id)
-                .fetch_optional(&self.pool)
-                .await?;
+                let row = sqlx::query(crate::store::records::RUN)
+                    .bind(user)
+                    .bind(run_id)
+                    .fetch_optional(&self.pool)
+                    .await?;
                 row.as_ref().map(record).transpose()
             }
 
             async fn read_run_status(&self, task_id: &str) -> Result<Option<RunStatus>, Error> {
-                let status: Option<String> =
-                    sqlx::query_scalar("SELECT status FROM runs WHERE task_id = $1")
-                        .bind(task_id)
-                        .fetch_optional(&self.pool)
-                        .await?;
+                let status: Option<String> = sqlx::query_scalar(crate::store::records::RUN_STATUS)
+                    .bind(task_id)
+                    .fetch_optional(&self.pool)
+                    .await?;
                 status.map(|s| s.parse()).transpose()
             }
 
             async fn read_status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {
-                let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM runs GROUP BY status")
+                let rows = sqlx::query(crate::store::records::STATUS_COUNTS)
                     .fetch_all(&self.pool)
                     .await?;
                 rows.iter()
-                    .map(|row| Ok((row.try_get::<String, _>("status")?.parse()?, row.try_get("n")?)))
+                    .map(|row| {
+                        Ok((
+                            row.try_get::<String, _>("status")?.parse()?,
+                            row.try_get("n")?,
+                        ))
+                    })
                     .collect()
             }
         }
@@ -646,3 +359,6 @@ macro_rules! shared_run_reads {
 }
 
 pub(super) use shared_run_reads;
+
+#[cfg(test)]
+mod tests;

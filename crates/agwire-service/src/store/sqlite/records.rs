@@ -1,15 +1,28 @@
-//! Threads, profiles, attachments, calendar events and automation jobs on
-//! SQLite.
+//! Profiles, attachments and calendar events on SQLite: reads on the
+//! readers, writes through the writer.
+//!
+//! Why the writer for these rare writes, not a connection of their own:
+//! SQLite lets one connection write at a time anyway, so a second writing
+//! connection would only wait for the writer's lock (and make the writer
+//! wait for it, holding up every run's commit behind a busy timeout); in
+//! the writer they are one more call of a batch, undone alone when they
+//! fail.
 
 use async_trait::async_trait;
-use sqlx::Row;
+use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::error::Error;
-use crate::store::{
-    AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, DeletedThread, JobRecord,
-    JobStore, PendingToolCall, ProfileStore, StoredMessage, ThreadRecord, ThreadStore,
+use crate::store::records::{
+    CALENDAR_EVENT, CALENDAR_EVENTS, DELETE_CALENDAR_EVENT, PUT_CALENDAR_EVENT, SET_SETTINGS,
+    SETTINGS,
 };
+use crate::store::{AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, ProfileStore};
+
+/// Its size as SQLite stores it.
+fn size(size: usize) -> i64 {
+    i64::try_from(size).unwrap_or(i64::MAX)
+}
 
 #[async_trait]
 impl AttachmentStore for SqliteStore {
@@ -22,7 +35,7 @@ impl AttachmentStore for SqliteStore {
         now_ms: i64,
     ) -> Result<(), Error> {
         let path = self.attachment_path(id)?;
-        let (size, bytes) = (bytes.len(), bytes.to_vec());
+        let (length, bytes) = (bytes.len(), bytes.to_vec());
         // `create_new`: an id is never reused, and its bytes never replaced.
         tokio::task::spawn_blocking(move || {
             use std::io::Write;
@@ -34,15 +47,17 @@ impl AttachmentStore for SqliteStore {
         })
         .await
         .map_err(|e| Error::Internal(format!("writing an attachment: {e}")))??;
-        sqlx::query("INSERT INTO attachments (id, user_id, mime_type, size, created_at) VALUES (?, ?, ?, ?, ?)")
-            .bind(id)
-            .bind(user)
-            .bind(mime_type)
-            .bind(i64::try_from(size).unwrap_or(i64::MAX))
-            .bind(now_ms)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        let (id, user, mime_type) = (id.to_owned(), user.to_owned(), mime_type.to_owned());
+        self.writer
+            .call(move |tx| {
+                tx.prepare_cached(
+                    "INSERT INTO attachments (id, user_id, mime_type, size, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute(params![id, user, mime_type, size(length), now_ms])?;
+                Ok(())
+            })
+            .await
     }
 
     async fn insert_attachment_in_bucket(
@@ -50,24 +65,30 @@ impl AttachmentStore for SqliteStore {
         id: &str,
         user: &str,
         mime_type: &str,
-        size: usize,
+        length: usize,
         now_ms: i64,
     ) -> Result<(), Error> {
-        sqlx::query("INSERT INTO attachments (id, user_id, mime_type, size, created_at, in_bucket) VALUES (?, ?, ?, ?, ?, 1)")
-            .bind(id)
-            .bind(user)
-            .bind(mime_type)
-            .bind(i64::try_from(size).unwrap_or(i64::MAX))
-            .bind(now_ms)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        let (id, user, mime_type) = (id.to_owned(), user.to_owned(), mime_type.to_owned());
+        self.writer
+            .call(move |tx| {
+                tx.prepare_cached(
+                    "INSERT INTO attachments (id, user_id, mime_type, size, created_at, in_bucket) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, 1)",
+                )?
+                .execute(params![id, user, mime_type, size(length), now_ms])?;
+                Ok(())
+            })
+            .await
     }
 
     async fn moved_to_bucket(&self, id: &str) -> Result<(), Error> {
-        sqlx::query("UPDATE attachments SET in_bucket = 1 WHERE id = ?")
-            .bind(id)
-            .execute(&self.pool)
+        let moved = id.to_owned();
+        self.writer
+            .call(move |tx| {
+                tx.prepare_cached("UPDATE attachments SET in_bucket = 1 WHERE id = ?1")?
+                    .execute([moved])?;
+                Ok(())
+            })
             .await?;
         self.remove_attachment_files(&[id.to_owned()]).await;
         Ok(())
@@ -78,13 +99,16 @@ impl AttachmentStore for SqliteStore {
         after: &str,
         limit: u32,
     ) -> Result<Vec<String>, Error> {
-        Ok(sqlx::query_scalar(
-            "SELECT id FROM attachments WHERE in_bucket = 0 AND id > ? ORDER BY id LIMIT ?",
-        )
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?)
+        let after = after.to_owned();
+        self.readers
+            .read(move |c| {
+                Ok(c.prepare_cached(
+                    "SELECT id FROM attachments WHERE in_bucket = 0 AND id > ?1 ORDER BY id LIMIT ?2",
+                )?
+                .query_map(params![after, limit], |r| r.get(0))?
+                .collect::<Result<_, _>>()?)
+            })
+            .await
     }
 
     async fn attachment_bytes(&self, id: &str) -> Result<Option<Vec<u8>>, Error> {
@@ -106,15 +130,22 @@ impl AttachmentStore for SqliteStore {
     }
 
     async fn attachment(&self, id: &str) -> Result<Option<AttachmentRecord>, Error> {
-        let row = sqlx::query("SELECT user_id, mime_type, in_bucket FROM attachments WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.map(|r| AttachmentRecord {
-            user_id: r.get("user_id"),
-            mime_type: r.get("mime_type"),
-            in_bucket: r.get::<i64, _>("in_bucket") != 0,
-        }))
+        let id = id.to_owned();
+        self.readers
+            .read(move |c| {
+                Ok(c.prepare_cached(
+                    "SELECT user_id, mime_type, in_bucket FROM attachments WHERE id = ?1",
+                )?
+                .query_row([id], |r| {
+                    Ok(AttachmentRecord {
+                        user_id: r.get(0)?,
+                        mime_type: r.get(1)?,
+                        in_bucket: r.get::<_, i64>(2)? != 0,
+                    })
+                })
+                .optional()?)
+            })
+            .await
     }
 
     fn bucket(&self) -> Option<&std::sync::Arc<crate::attachments::Bucket>> {
@@ -123,20 +154,10 @@ impl AttachmentStore for SqliteStore {
 }
 
 impl SqliteStore {
-    /// A transaction holding the database's write lock from its start
-    /// (`BEGIN IMMEDIATE`: the writer's transactions wait for it, and it for
-    /// them).
-    async fn begin_locked(
-        &self,
-        _thread_id: &str,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, Error> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
-    }
-
     /// Removes deleted attachments' bytes (after their records' commit: a
     /// record never outlives its bytes' removal by more than this call, and
     /// bytes left by a crash here are never served — their record is gone).
-    async fn remove_attachment_bytes(&self, ids: &[String]) {
+    pub(super) async fn remove_attachment_bytes(&self, ids: &[String]) {
         self.remove_attachment_files(ids).await;
         crate::store::remove_bucket_objects(self.bucket.as_deref(), ids).await;
     }
@@ -156,4 +177,113 @@ impl SqliteStore {
     }
 }
 
-crate::store::records::shared_records!(SqliteStore, sqlx::sqlite::SqliteRow);
+#[async_trait]
+impl ProfileStore for SqliteStore {
+    async fn settings(
+        &self,
+        user: &str,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
+        let user = user.to_owned();
+        let text: Option<String> = self
+            .readers
+            .read(move |c| {
+                Ok(c.prepare_cached(SETTINGS)?
+                    .query_row([user], |r| r.get(0))
+                    .optional()?)
+            })
+            .await?;
+        Ok(match text {
+            Some(text) => serde_json::from_str(&text)?,
+            None => serde_json::Map::new(),
+        })
+    }
+
+    async fn set_settings(
+        &self,
+        user: &str,
+        settings: &serde_json::Map<String, serde_json::Value>,
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        let (user, settings) = (user.to_owned(), serde_json::to_string(settings)?);
+        self.writer
+            .call(move |tx| {
+                tx.prepare_cached(SET_SETTINGS)?
+                    .execute(params![user, settings, now_ms])?;
+                Ok(())
+            })
+            .await
+    }
+}
+
+/// An event row as [`CALENDAR_EVENT`] and [`CALENDAR_EVENTS`] read it.
+fn calendar_event(row: &rusqlite::Row<'_>) -> rusqlite::Result<CalendarEvent> {
+    Ok(CalendarEvent {
+        id: row.get(0)?,
+        user_id: row.get(1)?,
+        title: row.get(2)?,
+        start_ms: row.get(3)?,
+        end_ms: row.get(4)?,
+        timezone: row.get(5)?,
+    })
+}
+
+#[async_trait]
+impl CalendarStore for SqliteStore {
+    async fn put_calendar_event(&self, event: &CalendarEvent, now_ms: i64) -> Result<bool, Error> {
+        let event = event.clone();
+        self.writer
+            .call(move |tx| {
+                let changed = tx.prepare_cached(PUT_CALENDAR_EVENT)?.execute(params![
+                    event.id,
+                    event.user_id,
+                    event.title,
+                    event.start_ms,
+                    event.end_ms,
+                    event.timezone,
+                    now_ms
+                ])?;
+                Ok(changed == 1)
+            })
+            .await
+    }
+
+    async fn calendar_event(&self, user: &str, id: &str) -> Result<Option<CalendarEvent>, Error> {
+        let (user, id) = (user.to_owned(), id.to_owned());
+        self.readers
+            .read(move |c| {
+                Ok(c.prepare_cached(CALENDAR_EVENT)?
+                    .query_row(params![user, id], calendar_event)
+                    .optional()?)
+            })
+            .await
+    }
+
+    async fn delete_calendar_event(&self, user: &str, id: &str) -> Result<bool, Error> {
+        let (user, id) = (user.to_owned(), id.to_owned());
+        self.writer
+            .call(move |tx| {
+                let deleted = tx
+                    .prepare_cached(DELETE_CALENDAR_EVENT)?
+                    .execute(params![user, id])?;
+                Ok(deleted == 1)
+            })
+            .await
+    }
+
+    async fn calendar_events(
+        &self,
+        user: &str,
+        from_ms: i64,
+        to_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<CalendarEvent>, Error> {
+        let user = user.to_owned();
+        self.readers
+            .read(move |c| {
+                Ok(c.prepare_cached(CALENDAR_EVENTS)?
+                    .query_map(params![user, to_ms, from_ms, limit], calendar_event)?
+                    .collect::<Result<_, _>>()?)
+            })
+            .await
+    }
+}

@@ -2,12 +2,14 @@
 
 use agwire_core::Event;
 use async_trait::async_trait;
-use sqlx::Row;
+use rusqlite::types::Value;
+use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use super::write;
 use crate::error::Error;
 use crate::run::RunStatus;
+use crate::store::records::{EVENTS_AFTER, RUN, RUN_COLUMNS, RUN_STATUS, STATUS_COUNTS};
 use crate::store::{Accepted, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStore};
 
 #[async_trait]
@@ -96,42 +98,120 @@ impl RunStore for SqliteStore {
     }
 
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<(u64, Event)>, Error> {
-        self.read_events_after(task_id, after).await
+        let task_id = task_id.to_owned();
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.readers
+            .read(move |c| {
+                let mut statement = c.prepare_cached(EVENTS_AFTER)?;
+                let mut rows = statement.query(params![task_id, after])?;
+                let mut events = Vec::new();
+                while let Some(row) = rows.next()? {
+                    let seq: i64 = row.get(0)?;
+                    let text: String = row.get(1)?;
+                    let event = Event::from_json(&text)?.value;
+                    events.push((u64::try_from(seq).unwrap_or(0), event));
+                }
+                Ok(events)
+            })
+            .await
     }
 
     async fn run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
-        self.read_run(user, run_id).await
+        let (user, run_id) = (user.to_owned(), run_id.to_owned());
+        self.readers
+            .read(move |c| {
+                c.prepare_cached(RUN)?
+                    .query_row(params![user, run_id], record)
+                    .optional()?
+                    .transpose()
+            })
+            .await
     }
 
     async fn run_status(&self, task_id: &str) -> Result<Option<RunStatus>, Error> {
-        self.read_run_status(task_id).await
+        let task_id = task_id.to_owned();
+        let status: Option<String> = self
+            .readers
+            .read(move |c| {
+                Ok(c.prepare_cached(RUN_STATUS)?
+                    .query_row([task_id], |r| r.get(0))
+                    .optional()?)
+            })
+            .await?;
+        status.map(|s| s.parse()).transpose()
     }
 
     async fn interrupted_runs(&self) -> Result<Vec<RunRecord>, Error> {
         // One process owns an embedded database: whatever is running when it
         // starts was left by a process that is gone.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' ORDER BY rowid"
-        )))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(record).collect()
+        self.records(
+            format!("SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' ORDER BY rowid"),
+            Vec::new(),
+        )
+        .await
     }
 
     async fn thread_runs(&self, thread_id: &str, limit: u32) -> Result<Vec<RunRecord>, Error> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?"
-        )))
-        .bind(thread_id)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(record).collect()
+        self.records(
+            format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE thread_id = ?1 \
+                 ORDER BY created_at DESC, rowid DESC LIMIT ?2"
+            ),
+            vec![
+                Value::Text(thread_id.to_owned()),
+                Value::Integer(i64::from(limit)),
+            ],
+        )
+        .await
     }
 
     async fn status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {
-        self.read_status_counts().await
+        let counts: Vec<(String, i64)> = self
+            .readers
+            .read(|c| {
+                Ok(c.prepare_cached(STATUS_COUNTS)?
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?)
+            })
+            .await?;
+        counts
+            .into_iter()
+            .map(|(status, n)| Ok((status.parse()?, n)))
+            .collect()
     }
 }
 
-crate::store::records::shared_run_reads!(SqliteStore, sqlx::sqlite::SqliteRow);
+impl SqliteStore {
+    /// The runs `sql` selects (`RUN_COLUMNS`) with `values` bound.
+    async fn records(&self, sql: String, values: Vec<Value>) -> Result<Vec<RunRecord>, Error> {
+        self.readers
+            .read(move |c| {
+                let rows: Vec<Result<RunRecord, Error>> = c
+                    .prepare_cached(&sql)?
+                    .query_map(rusqlite::params_from_iter(values), record)?
+                    .collect::<Result<_, _>>()?;
+                rows.into_iter().collect()
+            })
+            .await
+    }
+}
+
+/// A run row (`RUN_COLUMNS`); its status, unknown, is an error of its own.
+fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<RunRecord, Error>> {
+    let status: String = row.get(4)?;
+    Ok(Ok(RunRecord {
+        task_id: row.get(0)?,
+        user_id: row.get(1)?,
+        thread_id: row.get(2)?,
+        run_id: row.get(3)?,
+        status: match status.parse() {
+            Ok(status) => status,
+            Err(error) => return Ok(Err(error)),
+        },
+        error: row.get(5)?,
+        usage: row.get(6)?,
+        created_at: row.get(7)?,
+        started_at: row.get(8)?,
+        finished_at: row.get(9)?,
+    }))
+}
