@@ -35,7 +35,7 @@ def main():
     before = rss_kib(args.pid)
     sockets = []
     closed = set()
-    head = b"GET / HTTP/1.1\r\nhost: a\r\nx-flood: "
+    head = b"GET / HTTP/1.1\r\nhost: localhost\r\nx-flood: "
     for _ in range(args.count):
         s = socket.create_connection((host, int(port)))
         s.setblocking(True)

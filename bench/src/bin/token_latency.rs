@@ -127,7 +127,7 @@ async fn main() {
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         stream.set_nodelay(true).unwrap();
         let request = format!(
-            "POST /api/v1/agent/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /api/v1/agent/runs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         stream.write_all(request.as_bytes()).await.unwrap();
@@ -153,6 +153,12 @@ async fn main() {
             }
         }
     }
+    // No token at all: the runs were refused or failed (the stream says
+    // why); a figure over nothing would be no figure.
+    assert!(
+        !micros.is_empty(),
+        "no token reached the client in {runs} runs: the service refused or failed them"
+    );
     micros.sort_unstable();
     let at = |q: f64| micros[((micros.len() - 1) as f64 * q) as usize];
     println!(
