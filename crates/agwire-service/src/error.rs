@@ -1,89 +1,27 @@
 //! The crate's error type: what went wrong, as kinds. The sentences a client
 //! reads for them are the API's (`api/error.rs`), not the store's.
 
+/// The store's error kinds, as the service's callers match them.
+pub use agwire_store::Error as StoreError;
+
 /// Why the service could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The PostgreSQL database failed.
-    #[error("database: {0}")]
-    Postgres(#[from] sqlx::Error),
-    /// The embedded (SQLite) database failed.
-    #[error("database: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// Stored files (attachments) could not be read or written.
+    /// The store failed, or refused what was asked (another user's thread,
+    /// a busy thread, a reused `runId`, …: the kinds are the store's).
+    #[error(transparent)]
+    Store(#[from] agwire_store::Error),
+    /// Files (the attachments' signing key, files beside the database)
+    /// could not be read or written.
     #[error("storage: {0}")]
     Io(#[from] std::io::Error),
-    /// A stored value could not be (de)serialized.
-    #[error("stored JSON: {0}")]
+    /// A value could not be (de)serialized.
+    #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
-    /// A stored event could not be read back.
-    #[error("stored event: {0}")]
-    Event(#[from] agwire_core::Error),
-    /// The thread belongs to another user: to this one it does not exist.
-    #[error("the thread belongs to another user")]
-    ThreadNotFound,
-    /// The attachment id is not one this service minted.
-    #[error("no such attachment")]
-    AttachmentNotFound,
-    /// This user's `runId` was accepted before with another request (or on
-    /// another thread).
-    #[error("runId '{run_id}' was accepted before with another request")]
-    RunIdReused {
-        /// The client's run id.
-        run_id: String,
-    },
-    /// Another request is accepting the same `runId` at this moment.
-    #[error("runId '{run_id}' is being accepted by another request")]
-    RunIdInFlight {
-        /// The client's run id.
-        run_id: String,
-    },
-    /// The thread already has an active run (and the run was not to wait).
-    #[error("the thread has an active run")]
-    ThreadBusy,
-    /// Events for a run that is not running (it ended, perhaps ended by
-    /// another process that found its lease expired).
-    #[error("run {task_id} is not running")]
-    RunNotRunning {
-        /// The run.
-        task_id: String,
-    },
-    /// A turn's tool message answers a call its thread never left pending.
-    #[error("tool call {tool_call_id} is not pending in this thread")]
-    ToolCallNotPending {
-        /// The `toolCallId` answered.
-        tool_call_id: String,
-    },
-    /// A turn's tool message answers a call an earlier turn answered.
-    #[error("tool call {tool_call_id} was already answered")]
-    ToolCallAnswered {
-        /// The `toolCallId` answered.
-        tool_call_id: String,
-    },
-    /// A turn's tool message answers a call an earlier turn went on
-    /// without answering (it is closed, unanswered).
-    #[error("tool call {tool_call_id} is no longer pending")]
-    ToolCallClosed {
-        /// The `toolCallId` answered.
-        tool_call_id: String,
-    },
-    /// The thread is an automation job's: it goes when the job does.
-    #[error("the thread belongs to automation job {job_id}")]
-    ThreadOfJob {
-        /// The job.
-        job_id: String,
-    },
-    /// A new job's thread id is already some thread's.
-    #[error("the job's thread id is already in use")]
-    JobThreadTaken,
-    /// The service (or its store) is shutting down.
+    /// The service is shutting down.
     #[error("shutting down")]
     ShuttingDown,
-    /// A batch of run writes failed in a way that may or may not have
-    /// committed: none of its calls is retried.
-    #[error("could not write to the run log: {0}")]
-    LogUnavailable(String),
     /// The attachments' bucket failed (unreachable, refused, …).
     #[error("attachment bucket: {0}")]
     Bucket(String),
@@ -104,7 +42,7 @@ pub enum Error {
         /// Its file.
         path: std::path::PathBuf,
         /// Why.
-        source: Box<Error>,
+        source: agwire_store::Error,
     },
     /// The attachments' signing key in the data dir could not be read or
     /// created.

@@ -7,25 +7,13 @@
 //! shown. This module reads the day ([`Engine::history_day`]); the API
 //! renders it as the snapshot (`api/history`).
 
-use agwire_core::Message;
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::error::StoreError;
 pub(crate) use crate::store::StoredMessage;
-
-/// Whether history shows a message: user messages, and assistant messages
-/// that say something (one that only called tools is plumbing) — or that
-/// carry a UI, which the store marks shown when it is given one. Decided
-/// when the message is stored, so that a day is read by an index.
-pub(crate) fn shown(message: &Message) -> bool {
-    match message {
-        Message::User(_) => true,
-        Message::Assistant(a) => a.content.as_ref().is_some_and(|c| !c.is_empty()),
-        _ => false,
-    }
-}
 
 /// What a snapshot reads of a thread: its shown messages, by when they
 /// were stored — one day's worth at a time, never the whole thread (the
@@ -49,15 +37,17 @@ struct StoredThread<'a> {
 #[async_trait::async_trait]
 impl ShownMessages for StoredThread<'_> {
     async fn last_shown_before(&self, before_ms: i64) -> Result<Option<i64>, Error> {
-        self.store
+        Ok(self
+            .store
             .last_shown_before(self.thread_id, before_ms)
-            .await
+            .await?)
     }
 
     async fn shown_between(&self, from_ms: i64, to_ms: i64) -> Result<Vec<StoredMessage>, Error> {
-        self.store
+        Ok(self
+            .store
             .shown_messages(self.thread_id, from_ms, to_ms)
-            .await
+            .await?)
     }
 }
 
@@ -129,7 +119,7 @@ impl Engine {
         let thread_id = match thread_id {
             Some(thread_id) => match self.store.thread_owner(thread_id).await? {
                 Some(owner) if owner == user => Some(thread_id.to_owned()),
-                _ => return Err(Error::ThreadNotFound),
+                _ => return Err(StoreError::ThreadNotFound.into()),
             },
             None => self.store.latest_thread(user).await?,
         };

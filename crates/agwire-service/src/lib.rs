@@ -15,8 +15,10 @@ mod metrics;
 pub mod run;
 mod service;
 pub mod storable;
-pub mod store;
 pub mod threads;
+
+/// The store (re-exported: the service's persistence is `agwire-store`).
+pub use agwire_store as store;
 
 /// The run request's validation, answering the API's errors (the
 /// integration tests judge it rule by rule).
@@ -26,6 +28,6 @@ pub use api::ApiError;
 pub use assemble::Storage;
 pub use brain::builtin::BuiltinAgent;
 pub use config::Config;
-pub use error::Error;
+pub use error::{Error, StoreError};
 pub use jobs::Scheduler;
 pub use service::Service;

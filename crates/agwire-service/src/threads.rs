@@ -8,17 +8,15 @@
 
 use std::time::Duration;
 
-use agwire_core::UserMessage;
 use futures_util::StreamExt;
 
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::error::StoreError;
 use crate::store::DeletedThread;
+pub use crate::store::{DERIVED_TITLE_CHARS, derived_title};
 pub use crate::store::{PendingToolCall, ThreadRecord};
 
-/// Characters of a first user message that name a thread without a title
-/// (then "…").
-pub const DERIVED_TITLE_CHARS: usize = 80;
 /// Most characters of a title an owner gives.
 pub const MAX_TITLE_CHARS: usize = 200;
 /// Threads a page of the list holds, unless asked otherwise.
@@ -42,24 +40,6 @@ pub fn title(thread: &ThreadRecord) -> String {
         .clone()
         .or_else(|| thread.derived_title.clone())
         .unwrap_or_default()
-}
-
-/// What a user message would call its thread: the first line of its text,
-/// cut to [`DERIVED_TITLE_CHARS`] (then "…"); empty when it has no text.
-pub fn derived_title(first: &UserMessage) -> String {
-    let text = first.content.text();
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    if line.chars().count() <= DERIVED_TITLE_CHARS {
-        return line.to_owned();
-    }
-    let mut cut: String = line.chars().take(DERIVED_TITLE_CHARS).collect();
-    cut.truncate(cut.trim_end().len());
-    cut.push('…');
-    cut
 }
 
 /// Why a title an owner gives is refused (the sentence a client reads).
@@ -122,7 +102,7 @@ impl Engine {
         user: &str,
         thread_id: &str,
     ) -> Result<Option<ThreadRecord>, Error> {
-        self.store.thread(user, thread_id).await
+        Ok(self.store.thread(user, thread_id).await?)
     }
 
     /// The frontend tool calls `thread` waits on, oldest first (a record
@@ -131,7 +111,7 @@ impl Engine {
         &self,
         thread: &ThreadRecord,
     ) -> Result<Vec<PendingToolCall>, Error> {
-        self.store.pending_tool_calls(&thread.thread_id).await
+        Ok(self.store.pending_tool_calls(&thread.thread_id).await?)
     }
 
     /// Sets (`Some`, checked by [`check_title`]) or clears `user`'s title of
@@ -142,7 +122,7 @@ impl Engine {
         thread_id: &str,
         title: Option<&str>,
     ) -> Result<bool, Error> {
-        self.store.set_thread_title(user, thread_id, title).await
+        Ok(self.store.set_thread_title(user, thread_id, title).await?)
     }
 
     /// Deletes `user`'s thread (see [`crate::store::ThreadStore::delete_thread`]):
@@ -152,7 +132,7 @@ impl Engine {
     /// [`Error::ThreadBusy`]).
     pub async fn delete_thread(&self, user: &str, thread_id: &str) -> Result<DeletedThread, Error> {
         if self.store.thread_owner(thread_id).await?.as_deref() != Some(user) {
-            return Err(Error::ThreadNotFound);
+            return Err(StoreError::ThreadNotFound.into());
         }
         for _ in 0..3 {
             let active: Vec<_> = self
@@ -169,15 +149,15 @@ impl Engine {
                 let ended = self.follow(run.task_id.clone(), 0).for_each(|_| async {});
                 if tokio::time::timeout(CANCEL_WAIT, ended).await.is_err() {
                     tracing::warn!(run_id = %run.run_id, "a cancelled run did not end in time; the thread stays");
-                    return Err(Error::ThreadBusy);
+                    return Err(StoreError::ThreadBusy.into());
                 }
             }
             match self.store.delete_thread(user, thread_id).await {
-                Err(Error::ThreadBusy) => {}
-                deleted => return deleted,
+                Err(StoreError::ThreadBusy) => {}
+                deleted => return Ok(deleted?),
             }
         }
-        Err(Error::ThreadBusy)
+        Err(StoreError::ThreadBusy.into())
     }
 }
 

@@ -10,8 +10,8 @@ use agwire_core::{
     BaseEvent, Event, Message, RunAgentInput, RunErrorEvent, RunFinishedEvent,
     TextMessageContentEvent,
 };
-use agwire_service::Error;
 use agwire_service::run::{Admission, RunStatus};
+use agwire_service::store::Error;
 use agwire_service::store::{
     AttachmentStore, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim, PgStore, RunStore,
     SqliteStore, Store, run_started,
@@ -456,7 +456,7 @@ async fn an_accept_that_may_start_its_run_starts_it_only_on_an_idle_thread() {
 /// nothing kept: the accept of a new thread takes no read of it (SQLite).
 #[tokio::test]
 async fn a_run_that_creates_its_thread_starts_with_the_history_read_back() {
-    use agwire_service::store::{HISTORY_WINDOW, RunContext, StartHere};
+    use agwire_service::store::{Briefing, HISTORY_WINDOW, StartHere};
     for (backend, store, _database) in backends().await {
         let start = StartHere {
             register: Arc::new(|_: &str| {}),
@@ -494,13 +494,13 @@ async fn a_run_that_creates_its_thread_starts_with_the_history_read_back() {
             .unwrap();
         assert!(accepted.created, "{backend}");
         let started = accepted.started.expect("a new thread's run starts");
-        let context = match started.context {
-            Some(context) => context,
-            None => RunContext::read(&*store, "alice", &t, false).await.unwrap(),
+        let briefing = match started.briefing {
+            Some(briefing) => briefing,
+            None => Briefing::read(&*store, "alice", &t, false).await.unwrap(),
         };
         let read_back = store.recent_messages(&t, HISTORY_WINDOW).await.unwrap();
         assert_eq!(read_back.len(), HISTORY_WINDOW as usize, "{backend}");
-        assert_eq!(context.history, read_back, "{backend}");
+        assert_eq!(briefing.history, read_back, "{backend}");
 
         // A new thread's turn answering a call nobody asked.
         let fresh = thread();
@@ -2245,8 +2245,8 @@ async fn accepts_arriving_together_are_each_answered_as_if_alone() {
 }
 
 #[tokio::test]
-async fn a_claims_context_is_what_reading_it_afterwards_gives() {
-    use agwire_service::store::RunContext;
+async fn a_claims_briefing_is_what_reading_it_afterwards_gives() {
+    use agwire_service::store::Briefing;
     for (backend, store, _database) in backends().await {
         let settings = json!({"timezone": "Asia/Tokyo", "locale": "zh-CN"});
         store
@@ -2268,10 +2268,10 @@ async fn a_claims_context_is_what_reading_it_afterwards_gives() {
             .unwrap();
         let claimed = claim_all(&*store).await;
         assert_eq!(claimed.len(), 1, "{backend}");
-        let read = RunContext::read(&*store, "alice", &t, false).await.unwrap();
+        let read = Briefing::read(&*store, "alice", &t, false).await.unwrap();
         assert_eq!(read.history.len(), 3, "{backend}: user, assistant, user");
-        if let Some(context) = &claimed[0].context {
-            assert_eq!(context, &read, "{backend}");
+        if let Some(briefing) = &claimed[0].briefing {
+            assert_eq!(briefing, &read, "{backend}");
         }
         // A thread longer than the window gives its latest messages only.
         let long = thread();
@@ -2282,15 +2282,15 @@ async fn a_claims_context_is_what_reading_it_afterwards_gives() {
                 .await
                 .unwrap();
             let claimed = claim_all(&*store).await;
-            if let Some(context) = &claimed[0].context {
-                let read = RunContext::read(&*store, "alice", &long, false)
+            if let Some(briefing) = &claimed[0].briefing {
+                let read = Briefing::read(&*store, "alice", &long, false)
                     .await
                     .unwrap();
-                assert_eq!(context, &read, "{backend}");
+                assert_eq!(briefing, &read, "{backend}");
             }
             finish(&*store, &claimed[0].task_id, &long, &format!("l{i}")).await;
         }
-        let read = RunContext::read(&*store, "alice", &long, false)
+        let read = Briefing::read(&*store, "alice", &long, false)
             .await
             .unwrap();
         assert_eq!(

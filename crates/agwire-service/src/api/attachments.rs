@@ -68,7 +68,7 @@ pub(super) async fn upload(
         .is_some_and(|v| v.starts_with("multipart/form-data"));
     let id = uuid::Uuid::now_v7().to_string();
     let max = attachments.max_bytes;
-    let (mime_type, size, in_bucket) = match service.engine.attachment_bucket() {
+    let (mime_type, size, in_bucket) = match attachments.bucket() {
         // Into the bucket as it arrives: never the whole file in memory.
         Some(bucket) => {
             let (mime_type, size) = if multipart {

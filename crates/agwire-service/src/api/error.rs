@@ -6,7 +6,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::error::Error;
+use crate::error::{Error, StoreError};
 
 /// An error answer: a status and the `detail` a client reads.
 #[derive(Debug)]
@@ -70,50 +70,50 @@ impl ApiError {
 impl From<Error> for ApiError {
     fn from(error: Error) -> Self {
         match error {
-            Error::ThreadNotFound => Self::not_found("thread not found"),
-            Error::AttachmentNotFound => Self::not_found("attachment not found"),
-            Error::RunIdReused { run_id } => Self::new(
+            Error::Store(StoreError::ThreadNotFound) => Self::not_found("thread not found"),
+            Error::Store(StoreError::AttachmentNotFound) => Self::not_found("attachment not found"),
+            Error::Store(StoreError::RunIdReused { run_id }) => Self::new(
                 StatusCode::CONFLICT,
                 format!("runId '{run_id}' was already used with a different request"),
             ),
-            Error::RunIdInFlight { run_id } => Self::new(
+            Error::Store(StoreError::RunIdInFlight { run_id }) => Self::new(
                 StatusCode::CONFLICT,
                 format!("runId '{run_id}' is being accepted by another request"),
             ),
-            Error::ThreadBusy => Self::new(
+            Error::Store(StoreError::ThreadBusy) => Self::new(
                 StatusCode::CONFLICT,
                 "the thread already has an active run; wait for it or cancel it",
             ),
-            Error::RunNotRunning { task_id } => Self::new(
+            Error::Store(StoreError::RunNotRunning { task_id }) => Self::new(
                 StatusCode::CONFLICT,
                 format!("run {task_id} is not running"),
             ),
-            Error::ToolCallNotPending { tool_call_id } => Self::unprocessable(format!(
-                "tool call {tool_call_id} is not pending in this thread"
-            )),
-            Error::ToolCallAnswered { tool_call_id } => Self::new(
+            Error::Store(StoreError::ToolCallNotPending { tool_call_id }) => Self::unprocessable(
+                format!("tool call {tool_call_id} is not pending in this thread"),
+            ),
+            Error::Store(StoreError::ToolCallAnswered { tool_call_id }) => Self::new(
                 StatusCode::CONFLICT,
                 format!("tool call {tool_call_id} was already answered"),
             ),
-            Error::ToolCallClosed { tool_call_id } => Self::new(
+            Error::Store(StoreError::ToolCallClosed { tool_call_id }) => Self::new(
                 StatusCode::CONFLICT,
                 format!(
                     "tool call {tool_call_id} is no longer pending: a later turn went on without answering it"
                 ),
             ),
-            Error::ThreadOfJob { job_id } => Self::new(
+            Error::Store(StoreError::ThreadOfJob { job_id }) => Self::new(
                 StatusCode::CONFLICT,
                 format!("thread belongs to automation job {job_id}: delete the job first"),
             ),
-            Error::JobThreadTaken => Self::new(
+            Error::Store(StoreError::JobThreadTaken) => Self::new(
                 StatusCode::CONFLICT,
                 "the job's thread id is already in use",
             ),
-            Error::ShuttingDown => Self::new(
+            Error::ShuttingDown | Error::Store(StoreError::ShuttingDown) => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is shutting down; retry shortly",
             ),
-            Error::Bucket(why) => {
+            Error::Bucket(why) | Error::Store(StoreError::Blobs(why)) => {
                 // The cause (an address, a key id) is for the operator.
                 tracing::error!(%why, "attachment bucket failed");
                 Self::new(
@@ -121,7 +121,7 @@ impl From<Error> for ApiError {
                     "attachment storage is unavailable; retry shortly",
                 )
             }
-            Error::LogUnavailable(why) => {
+            Error::Store(StoreError::LogUnavailable(why)) => {
                 // The database's own words (addresses, names) are for the
                 // operator.
                 tracing::error!(%why, "the run log is unavailable");
@@ -165,10 +165,10 @@ mod tests {
     /// On a20bc6d4 a 503 carried it to the client.
     #[test]
     fn an_unavailable_log_does_not_tell_the_client_why() {
-        let error = ApiError::from(Error::LogUnavailable(
+        let error = ApiError::from(Error::Store(StoreError::LogUnavailable(
             "error communicating with database: connection refused (10.0.0.5:5432, user agwire)"
                 .into(),
-        ));
+        )));
         assert_eq!(error.status, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(
             error.detail,

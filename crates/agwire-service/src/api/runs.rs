@@ -54,6 +54,7 @@ pub(super) struct RunView {
     task_id: String,
     thread_id: String,
     run_id: String,
+    #[schema(value_type = RunStatusSchema)]
     status: RunStatus,
     /// ms since the epoch.
     created_at: i64,
@@ -69,8 +70,11 @@ pub(super) struct RunView {
     usage: Option<Option<Value>>,
 }
 
-/// [`RunStatus`] in the document: its names, every one ([`RunStatus::ALL`]).
-impl utoipa::PartialSchema for RunStatus {
+/// [`RunStatus`] in the document (the store's type, drawn here: the
+/// document is the API's): its names, every one ([`RunStatus::ALL`]).
+struct RunStatusSchema;
+
+impl utoipa::PartialSchema for RunStatusSchema {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         utoipa::openapi::ObjectBuilder::new()
             .schema_type(utoipa::openapi::Type::String)
@@ -82,7 +86,7 @@ impl utoipa::PartialSchema for RunStatus {
     }
 }
 
-impl ToSchema for RunStatus {
+impl ToSchema for RunStatusSchema {
     fn name() -> std::borrow::Cow<'static, str> {
         std::borrow::Cow::Borrowed("RunStatus")
     }

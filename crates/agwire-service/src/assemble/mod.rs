@@ -58,21 +58,17 @@ impl Storage {
                 let lease = Duration::from_secs(config.store.lease_seconds);
                 let store = PgStore::connect_with_lease(url, lease).await?;
                 Arc::new(match bucket.clone() {
-                    Some(bucket) => store.with_bucket(bucket),
+                    Some(bucket) => store.with_blobs(bucket),
                     None => store,
                 })
             }
             None => {
                 let path = config.data_dir.join("agwire.db");
-                let store =
-                    SqliteStore::open(&path)
-                        .await
-                        .map_err(|source| Error::OpenDatabase {
-                            path,
-                            source: Box::new(source),
-                        })?;
+                let store = SqliteStore::open(&path)
+                    .await
+                    .map_err(|source| Error::OpenDatabase { path, source })?;
                 Arc::new(match bucket.clone() {
-                    Some(bucket) => store.with_bucket(bucket),
+                    Some(bucket) => store.with_blobs(bucket),
                     None => store,
                 })
             }

@@ -55,6 +55,27 @@ pub enum UploadError<E> {
     Bucket(Error),
 }
 
+/// What the store reads and removes of attachments recorded as in the
+/// bucket.
+#[async_trait::async_trait]
+impl agwire_store::Blobs for Bucket {
+    async fn bytes(&self, id: &str) -> Result<Option<Vec<u8>>, agwire_store::Error> {
+        Bucket::bytes(self, id).await.map_err(blobs_error)
+    }
+
+    async fn delete(&self, id: &str) -> Result<(), agwire_store::Error> {
+        Bucket::delete(self, id).await.map_err(blobs_error)
+    }
+}
+
+/// The bucket's failure, as the store's.
+fn blobs_error(error: Error) -> agwire_store::Error {
+    match error {
+        Error::Bucket(why) => agwire_store::Error::Blobs(why),
+        other => agwire_store::Error::Blobs(other.to_string()),
+    }
+}
+
 impl Bucket {
     /// The bucket `config.url` names (`s3://bucket/prefix`), reached at
     /// `config.endpoint` (else `AWS_ENDPOINT_URL`, else AWS for the region),

@@ -32,8 +32,7 @@ use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// The reference a stored message keeps in place of a URL.
-pub const REFERENCE_PREFIX: &str = "attachment:";
+pub use crate::store::{REFERENCE_PREFIX, image_references};
 /// Where attachment URLs live.
 pub const PATH_PREFIX: &str = "/api/v1/agent/attachments/";
 
@@ -308,7 +307,7 @@ pub(crate) async fn inline_images(
                     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
                     *value = format!("data:{};base64,{data}", record.mime_type);
                 }
-                Err(error @ crate::Error::Bucket(_)) => return Err(error),
+                Err(error @ crate::store::Error::Blobs(_)) => return Err(error.into()),
                 _ => {}
             }
         }
@@ -400,38 +399,7 @@ pub async fn copy_to_bucket(
     Ok(copied)
 }
 
-/// Ids are UUIDs we mint: never a path.
-pub(crate) fn is_id(id: &str) -> bool {
-    uuid::Uuid::try_parse(id).is_ok()
-}
-
-/// The attachments the images of user messages refer to (image parts whose
-/// URL is `attachment:{id}`), each once, in order of first mention.
-pub fn image_references<'a>(
-    messages: impl IntoIterator<Item = &'a agwire_core::Message>,
-) -> Vec<String> {
-    use agwire_core::{Content, ContentPart, Message, PartSource};
-    let mut ids: Vec<String> = Vec::new();
-    for message in messages {
-        let Message::User(user) = message else {
-            continue;
-        };
-        let Content::Parts(parts) = &user.content else {
-            continue;
-        };
-        for part in parts {
-            if let ContentPart::Image(media) = part
-                && let PartSource::Url { value, .. } = &media.source
-                && let Some(id) = value.strip_prefix(REFERENCE_PREFIX)
-                && is_id(id)
-                && !ids.iter().any(|known| known == id)
-            {
-                ids.push(id.to_owned());
-            }
-        }
-    }
-    ids
-}
+pub(crate) use crate::store::is_attachment_id as is_id;
 
 /// The image type the bytes are, judged by their signature (not by what the
 /// client claims).

@@ -9,7 +9,7 @@ use super::RunSetup;
 use super::agents::{JobRuntime, RuntimeConfig};
 use crate::error::Error;
 use crate::run::RuntimeMode;
-use crate::store::{Claimed, RunContext, Store};
+use crate::store::{Briefing, Claimed, Store};
 
 impl RunSetup {
     /// What `run`'s agent needs besides its input: the user's settings
@@ -23,10 +23,10 @@ impl RunSetup {
     ) -> Result<Self, Error> {
         let (user, input, mode) = (run.user_id.as_str(), &run.input, run.mode);
         // Read with the claim where the backend could; else now.
-        let context = match &run.context {
-            Some(context) => std::borrow::Cow::Borrowed(context),
+        let briefing = match &run.briefing {
+            Some(briefing) => std::borrow::Cow::Borrowed(briefing),
             None => std::borrow::Cow::Owned(
-                RunContext::read(
+                Briefing::read(
                     &**store,
                     user,
                     &input.thread_id,
@@ -35,7 +35,7 @@ impl RunSetup {
                 .await?,
             ),
         };
-        let settings: serde_json::Map<String, Value> = match &context.settings {
+        let settings: serde_json::Map<String, Value> = match &briefing.settings {
             Some(text) => serde_json::from_str(text)?,
             None => serde_json::Map::new(),
         };
@@ -50,14 +50,14 @@ impl RunSetup {
             .unwrap_or("en")
             .to_owned();
         // Sized to the history exactly: it is held while the run starts.
-        let mut history = Vec::with_capacity(context.history.len());
-        for body in &context.history {
+        let mut history = Vec::with_capacity(briefing.history.len());
+        for body in &briefing.history {
             history.push(serde_json::from_str(body)?);
         }
         let history = crate::attachments::inline_images(&**store, user, history).await?;
         let runtime = match mode {
             Some(RuntimeMode::Automation) => {
-                let job_runtime: JobRuntime = match &context.job_config {
+                let job_runtime: JobRuntime = match &briefing.job_config {
                     Some(config) => serde_json::from_str(config)?,
                     // An automation run without a job (posted by hand): the
                     // default agent alone.

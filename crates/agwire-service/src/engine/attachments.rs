@@ -1,20 +1,12 @@
 //! Attachment records and bytes, as the API's uploads, downloads, runs and
 //! history reach them (the signing rules are in [`crate::attachments`]).
 
-use std::sync::Arc;
-
 use super::{Engine, now_ms};
-use crate::attachments::{Attachments, Bucket};
+use crate::attachments::Attachments;
 use crate::error::Error;
 use crate::store::AttachmentRecord;
 
 impl Engine {
-    /// The bucket new attachments go to, if there is one (else they are
-    /// kept beside the database).
-    pub(crate) fn attachment_bucket(&self) -> Option<&Arc<Bucket>> {
-        self.store.bucket()
-    }
-
     /// Records an upload whose bytes are already in the bucket.
     pub(crate) async fn record_bucket_attachment(
         &self,
@@ -23,9 +15,10 @@ impl Engine {
         mime_type: &str,
         size: usize,
     ) -> Result<(), Error> {
-        self.store
+        Ok(self
+            .store
             .insert_attachment_in_bucket(id, user, mime_type, size, now_ms())
-            .await
+            .await?)
     }
 
     /// Keeps an upload's bytes beside the database, and its record.
@@ -36,15 +29,16 @@ impl Engine {
         mime_type: &str,
         bytes: &[u8],
     ) -> Result<(), Error> {
-        self.store
+        Ok(self
+            .store
             .insert_attachment(id, user, mime_type, bytes, now_ms())
-            .await
+            .await?)
     }
 
     /// Attachment `id`'s record, whoever owns it (a signed URL names its
     /// owner through it).
     pub(crate) async fn attachment(&self, id: &str) -> Result<Option<AttachmentRecord>, Error> {
-        self.store.attachment(id).await
+        Ok(self.store.attachment(id).await?)
     }
 
     /// Attachment `id`'s record when `user` owns it.
@@ -62,7 +56,7 @@ impl Engine {
 
     /// Attachment `id`'s bytes, wherever they are.
     pub(crate) async fn attachment_bytes(&self, id: &str) -> Result<Option<Vec<u8>>, Error> {
-        self.store.attachment_bytes(id).await
+        Ok(self.store.attachment_bytes(id).await?)
     }
 
     /// The bucket's presigned URLs in a run request's `body` that are

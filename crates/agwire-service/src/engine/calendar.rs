@@ -15,8 +15,9 @@ impl Engine {
         to_ms: i64,
         limit: u32,
     ) -> Result<Vec<CalendarEvent>, Error> {
-        self.store
+        Ok(self
+            .store
             .calendar_events(user, from_ms, to_ms, limit)
-            .await
+            .await?)
     }
 }

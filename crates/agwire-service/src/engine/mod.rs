@@ -313,13 +313,13 @@ impl Engine {
 
     /// `user`'s run `run_id` (`None`: no such run of theirs).
     pub(crate) async fn run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
-        self.store.run(user, run_id).await
+        Ok(self.store.run(user, run_id).await?)
     }
 
     /// How many runs are in each status (every replica's: they share the
     /// database).
     pub(crate) async fn status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {
-        self.store.status_counts().await
+        Ok(self.store.status_counts().await?)
     }
 
     /// Which database holds the runs: `sqlite` or `postgres`.

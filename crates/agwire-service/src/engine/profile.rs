@@ -9,7 +9,7 @@ use crate::error::Error;
 impl Engine {
     /// `user`'s settings (empty when they have none).
     pub(crate) async fn settings(&self, user: &str) -> Result<Map<String, Value>, Error> {
-        self.store.settings(user).await
+        Ok(self.store.settings(user).await?)
     }
 
     /// Applies `changes` to `user`'s settings — a `null` clears a setting,

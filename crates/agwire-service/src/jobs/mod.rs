@@ -146,29 +146,29 @@ pub(crate) fn tick_input(
 impl Engine {
     /// `user`'s jobs.
     pub(crate) async fn jobs(&self, user: &str) -> Result<Vec<JobRecord>, Error> {
-        self.store.jobs(user).await
+        Ok(self.store.jobs(user).await?)
     }
 
     /// `user`'s job `id` (`None`: no such job of theirs).
     pub(crate) async fn job(&self, user: &str, id: &str) -> Result<Option<JobRecord>, Error> {
-        self.store.job(user, id).await
+        Ok(self.store.job(user, id).await?)
     }
 
     /// Stores a new job and creates its thread, owned by its user.
     pub(crate) async fn create_job(&self, job: &JobRecord) -> Result<(), Error> {
-        self.store.create_job(job).await
+        Ok(self.store.create_job(job).await?)
     }
 
     /// Stores a job's changed fields; `false` when it was deleted since it
     /// was read.
     pub(crate) async fn update_job(&self, job: &JobRecord) -> Result<bool, Error> {
-        self.store.update_job(job).await
+        Ok(self.store.update_job(job).await?)
     }
 
     /// Deletes `user`'s job `id` (its runs and thread stay); `false` when
     /// they have no such job.
     pub(crate) async fn delete_job(&self, user: &str, id: &str) -> Result<bool, Error> {
-        self.store.delete_job(user, id).await
+        Ok(self.store.delete_job(user, id).await?)
     }
 
     /// A job's latest `limit` runs, newest first.
@@ -177,6 +177,6 @@ impl Engine {
         job: &JobRecord,
         limit: u32,
     ) -> Result<Vec<RunRecord>, Error> {
-        self.store.thread_runs(&job.thread_id, limit).await
+        Ok(self.store.thread_runs(&job.thread_id, limit).await?)
     }
 }

@@ -7,7 +7,7 @@ use jiff::tz::TimeZone;
 use super::schedule::Schedule;
 use super::tick_input;
 use crate::engine::Engine;
-use crate::error::Error;
+use crate::error::{Error, StoreError};
 use crate::run::{Admission, RunRequest, RuntimeMode};
 
 /// Due jobs started per scheduler pass.
@@ -56,15 +56,19 @@ impl Scheduler {
             };
             let accepted = match self.engine.accept(request).await {
                 Ok(accepted) => Some(accepted),
-                Err(Error::ShuttingDown) => return Ok(started),
+                Err(Error::ShuttingDown | Error::Store(StoreError::ShuttingDown)) => {
+                    return Ok(started);
+                }
                 // A tick that can never be accepted (its thread is not the
                 // job owner's, the run id was used for another request) is
                 // skipped, not retried every second.
                 Err(
-                    error @ (Error::ThreadNotFound
-                    | Error::RunIdReused { .. }
-                    | Error::RunIdInFlight { .. }
-                    | Error::ThreadBusy),
+                    error @ Error::Store(
+                        StoreError::ThreadNotFound
+                        | StoreError::RunIdReused { .. }
+                        | StoreError::RunIdInFlight { .. }
+                        | StoreError::ThreadBusy,
+                    ),
                 ) => {
                     tracing::warn!(job = job.id, %error, "a job's tick cannot run; skipping it");
                     None

@@ -204,7 +204,7 @@ impl Database {
             Some(url) => {
                 let store = PgStore::connect(url).await.unwrap();
                 Arc::new(match bucket {
-                    Some(bucket) => store.with_bucket(bucket),
+                    Some(bucket) => store.with_blobs(bucket),
                     None => store,
                 })
             }
@@ -213,7 +213,7 @@ impl Database {
                     .await
                     .unwrap();
                 Arc::new(match bucket {
-                    Some(bucket) => store.with_bucket(bucket),
+                    Some(bucket) => store.with_blobs(bucket),
                     None => store,
                 })
             }

@@ -6,7 +6,8 @@ use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 
 use crate::error::Error;
-use crate::history::{ShownMessages, StoredMessage, read_day, shown};
+use crate::history::{ShownMessages, StoredMessage, read_day};
+use crate::store::shown;
 
 /// A thread held in memory, read as the store reads one.
 struct Thread(Vec<StoredMessage>);

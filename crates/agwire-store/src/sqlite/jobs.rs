@@ -6,11 +6,11 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::error::Error;
-use crate::store::records::{
+use crate::sql::{
     ADVANCE_JOB, CREATE_JOB_THREAD, DELETE_JOB, DUE_JOBS, INSERT_JOB, JOB, JOB_OF_THREAD, JOBS,
     UPDATE_JOB,
 };
-use crate::store::{JobRecord, JobStore};
+use crate::{JobRecord, JobStore};
 
 /// A job row as the `job_columns!` texts read it.
 fn job(row: &rusqlite::Row<'_>) -> rusqlite::Result<JobRecord> {

@@ -42,8 +42,8 @@ use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio::sync::broadcast;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::Change;
 use crate::error::Error;
-use crate::store::Change;
 
 /// The notification channel.
 const CHANNEL: &str = "agwire";
@@ -94,7 +94,7 @@ pub struct PgStore {
     /// Stops the listener and the lease renewal with the last clone.
     _tasks: Arc<DropGuard>,
     /// Where new attachments' bytes go, when a bucket is configured.
-    bucket: Option<Arc<crate::attachments::Bucket>>,
+    blobs: Option<Arc<dyn crate::Blobs>>,
 }
 
 impl PgStore {
@@ -105,10 +105,11 @@ impl PgStore {
         Self::connect_with_lease(url, DEFAULT_LEASE).await
     }
 
-    /// New attachments go to `bucket` (those in rows stay readable there).
+    /// Attachments recorded as in a bucket are read and removed through
+    /// `blobs` (the service puts them there).
     #[must_use]
-    pub fn with_bucket(mut self, bucket: Arc<crate::attachments::Bucket>) -> Self {
-        self.bucket = Some(bucket);
+    pub fn with_blobs(mut self, blobs: Arc<dyn crate::Blobs>) -> Self {
+        self.blobs = Some(blobs);
         self
     }
 
@@ -169,7 +170,7 @@ impl PgStore {
             writer,
             accepts,
             _tasks: Arc::new(stop.drop_guard()),
-            bucket: None,
+            blobs: None,
         })
     }
 }

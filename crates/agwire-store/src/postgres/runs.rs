@@ -6,10 +6,8 @@ use sqlx::{PgConnection, PgPool, Row};
 
 use super::{DB_NOW_MS, PgStore, notify};
 use crate::error::Error;
-use crate::store::prepared::{self, Accept, End, MessageRow};
-use crate::store::{
-    Accepted, Change, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, RunStore,
-};
+use crate::rules::{self, Accept, End, MessageRow};
+use crate::{Accepted, Change, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStatus, RunStore};
 
 /// Whether an error is PostgreSQL refusing a duplicate key.
 fn is_unique_violation(error: &sqlx::Error) -> bool {
@@ -173,7 +171,7 @@ async fn claim(
         let thread_id: String = row.try_get("thread_id")?;
         let run_id: String = row.try_get("run_id")?;
         if let Some(document) = row.try_get::<Option<String>, _>("pending_messages")? {
-            let (dedupe, messages) = prepared::pending(&document)?;
+            let (dedupe, messages) = rules::pending(&document)?;
             lock_thread(tx, &thread_id).await?;
             add_new_messages(tx, &thread_id, &run_id, &messages, dedupe, now_ms).await?;
             sqlx::query("UPDATE runs SET pending_messages = NULL WHERE task_id = $1")
@@ -186,7 +184,7 @@ async fn claim(
         let client_time: Option<String> = row.try_get("client_time")?;
         picked.push((
             row.try_get("position")?,
-            prepared::claimed(
+            rules::claimed(
                 task_id,
                 row.try_get("user_id")?,
                 &input,
@@ -478,4 +476,4 @@ impl RunStore for PgStore {
     }
 }
 
-crate::store::records::shared_run_reads!(PgStore, sqlx::postgres::PgRow);
+crate::sql::shared_run_reads!(PgStore, sqlx::postgres::PgRow);

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::undone;
 use crate::error::Error;
-use crate::store::group::{Commit, GroupCommit, Shape};
-use crate::store::prepared::End;
+use crate::group::{Commit, GroupCommit, Shape};
+use crate::rules::End;
 
 /// Most writes one commit carries.
 const MAX_BATCH: usize = 256;

@@ -13,11 +13,11 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::error::Error;
-use crate::store::records::{
+use crate::sql::{
     CALENDAR_EVENT, CALENDAR_EVENTS, DELETE_CALENDAR_EVENT, PUT_CALENDAR_EVENT, SET_SETTINGS,
     SETTINGS,
 };
-use crate::store::{AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, ProfileStore};
+use crate::{AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, ProfileStore};
 
 /// Its size as SQLite stores it.
 fn size(size: usize) -> i64 {
@@ -116,7 +116,7 @@ impl AttachmentStore for SqliteStore {
             return Ok(None);
         };
         if record.in_bucket {
-            return crate::store::bucket_bytes(self.bucket.as_deref(), id).await;
+            return crate::blobs::blob_bytes(self.blobs.as_deref(), id).await;
         }
         let path = self.attachment_path(id)?;
         let read = tokio::task::spawn_blocking(move || std::fs::read(path))
@@ -147,10 +147,6 @@ impl AttachmentStore for SqliteStore {
             })
             .await
     }
-
-    fn bucket(&self) -> Option<&std::sync::Arc<crate::attachments::Bucket>> {
-        self.bucket.as_ref()
-    }
 }
 
 impl SqliteStore {
@@ -159,7 +155,7 @@ impl SqliteStore {
     /// bytes left by a crash here are never served — their record is gone).
     pub(super) async fn remove_attachment_bytes(&self, ids: &[String]) {
         self.remove_attachment_files(ids).await;
-        crate::store::remove_bucket_objects(self.bucket.as_deref(), ids).await;
+        crate::blobs::remove_blobs(self.blobs.as_deref(), ids).await;
     }
 
     /// Removes attachments' files beside the database.

@@ -10,19 +10,19 @@ use crate::error::Error;
 /// `PRAGMA user_version` records the last. A file, once released, never
 /// changes: a change is a new file.
 const MIGRATIONS: &[&str] = &[
-    include_str!("../../../migrations/sqlite/0001_init.sql"),
-    include_str!("../../../migrations/sqlite/0002_users.sql"),
-    include_str!("../../../migrations/sqlite/0003_attachments.sql"),
-    include_str!("../../../migrations/sqlite/0004_run_usage.sql"),
-    include_str!("../../../migrations/sqlite/0005_calendar_events.sql"),
-    include_str!("../../../migrations/sqlite/0006_automation_jobs.sql"),
-    include_str!("../../../migrations/sqlite/0007_message_ui_schema.sql"),
-    include_str!("../../../migrations/sqlite/0008_runs_by_status.sql"),
-    include_str!("../../../migrations/sqlite/0009_job_threads_owned.sql"),
-    include_str!("../../../migrations/sqlite/0010_run_mode_and_client_time.sql"),
-    include_str!("../../../migrations/sqlite/0011_thread_list_and_tool_calls.sql"),
-    include_str!("../../../migrations/sqlite/0012_attachments_in_bucket.sql"),
-    include_str!("../../../migrations/sqlite/0013_bounded_reads.sql"),
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../migrations/sqlite/0002_users.sql"),
+    include_str!("../../migrations/sqlite/0003_attachments.sql"),
+    include_str!("../../migrations/sqlite/0004_run_usage.sql"),
+    include_str!("../../migrations/sqlite/0005_calendar_events.sql"),
+    include_str!("../../migrations/sqlite/0006_automation_jobs.sql"),
+    include_str!("../../migrations/sqlite/0007_message_ui_schema.sql"),
+    include_str!("../../migrations/sqlite/0008_runs_by_status.sql"),
+    include_str!("../../migrations/sqlite/0009_job_threads_owned.sql"),
+    include_str!("../../migrations/sqlite/0010_run_mode_and_client_time.sql"),
+    include_str!("../../migrations/sqlite/0011_thread_list_and_tool_calls.sql"),
+    include_str!("../../migrations/sqlite/0012_attachments_in_bucket.sql"),
+    include_str!("../../migrations/sqlite/0013_bounded_reads.sql"),
 ];
 
 /// Brings the schema up to date (or refuses one newer than this binary).
@@ -50,8 +50,8 @@ pub(super) fn migrate(connection: &mut Connection) -> Result<(), Error> {
 /// first start this finds nothing.
 pub(super) fn fill_derived_titles(connection: &Connection) -> Result<u64, Error> {
     let mut named = 0;
-    let mut unnamed = connection.prepare(crate::store::records::UNNAMED_THREADS)?;
-    let mut name = connection.prepare(crate::store::records::NAME_THREAD)?;
+    let mut unnamed = connection.prepare(crate::sql::UNNAMED_THREADS)?;
+    let mut name = connection.prepare(crate::sql::NAME_THREAD)?;
     loop {
         let rows: Vec<(String, Option<String>)> = unnamed
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -60,7 +60,7 @@ pub(super) fn fill_derived_titles(connection: &Connection) -> Result<u64, Error>
             return Ok(named);
         }
         for (id, body) in rows {
-            name.execute(params![crate::store::records::derived_title(body), id])?;
+            name.execute(params![crate::sql::derived_title(body), id])?;
             named += 1;
         }
     }

@@ -6,14 +6,14 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::error::Error;
-use crate::store::records::{
+use crate::sql::{
     ACTIVE_RUNS, DELETE_THREAD, DELETE_THREAD_ATTACHMENTS, DELETE_THREAD_EVENTS,
     DELETE_THREAD_MESSAGES, DELETE_THREAD_REFS, DELETE_THREAD_RUNS, DELETE_THREAD_TOOL_CALLS,
     JOB_OF_THREAD_ID, LAST_SHOWN_BEFORE, LATEST_THREAD, PENDING_TOOL_CALLS, RECENT_MESSAGES,
     SET_THREAD_TITLE, SHOWN_MESSAGES, THREAD, THREAD_MESSAGES, THREAD_OWNER, THREADS,
     stored_message,
 };
-use crate::store::{DeletedThread, PendingToolCall, StoredMessage, ThreadRecord, ThreadStore};
+use crate::{DeletedThread, PendingToolCall, StoredMessage, ThreadRecord, ThreadStore};
 
 /// A message row as [`THREAD_MESSAGES`] and [`SHOWN_MESSAGES`] read it.
 fn message(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, i64, Option<String>)> {

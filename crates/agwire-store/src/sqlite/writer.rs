@@ -37,7 +37,7 @@ use tokio::sync::oneshot;
 
 use super::connection::{self, BUSY_TIMEOUT, Role};
 use crate::error::Error;
-use crate::store::group::{Commit, GroupCommit, Shape};
+use crate::group::{Commit, GroupCommit, Shape};
 
 mod checkpoint;
 

@@ -1,15 +1,15 @@
 //! A run's writes as they run on the writer's connection ([`super::writer`]):
 //! accept, append events, end, cancel while queued, claim — each prepared by
-//! the caller ([`crate::store::prepared`]), so the writer thread only runs
+//! the caller ([`crate::rules`]), so the writer thread only runs
 //! SQL.
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::Error;
+use crate::rules::{Accept, End, MessageRow};
 use crate::run::RuntimeMode;
-use crate::store::prepared::{Accept, End, MessageRow};
-use crate::store::records::{JOB_CONFIG, RECENT_MESSAGES, SETTINGS};
-use crate::store::{Accepted, HISTORY_ROLES, HISTORY_WINDOW, RunContext, run_started};
+use crate::sql::{JOB_CONFIG, RECENT_MESSAGES, SETTINGS};
+use crate::{Accepted, Briefing, HISTORY_ROLES, HISTORY_WINDOW, run_started};
 
 impl Accept {
     /// The rules of `RunStore::accept_run`, in its order.
@@ -134,7 +134,7 @@ impl Accept {
                 history.reverse();
                 history
             });
-            run.context = Some(context(
+            run.briefing = Some(briefing(
                 tx,
                 &self.user,
                 &self.thread_id,
@@ -197,17 +197,17 @@ impl Accept {
     }
 }
 
-/// What a run starting now reads besides its input (`Claimed::context`),
+/// What a run starting now reads besides its input (`Claimed::briefing`),
 /// read in the transaction that starts it: the pages are the ones it just
 /// wrote, and it costs no trip to another thread. `known`: the thread's
 /// history when the caller has it (a thread it just created).
-fn context(
+fn briefing(
     tx: &Transaction<'_>,
     user: &str,
     thread_id: &str,
     mode: Option<&str>,
     known: Option<Vec<String>>,
-) -> Result<RunContext, Error> {
+) -> Result<Briefing, Error> {
     let settings: Option<String> = tx
         .prepare_cached(SETTINGS)?
         .query_row([user], |r| r.get(0))
@@ -230,7 +230,7 @@ fn context(
     } else {
         None
     };
-    Ok(RunContext {
+    Ok(Briefing {
         settings,
         history,
         job_config,
@@ -462,8 +462,8 @@ pub(super) fn claim(
     tx: &Transaction<'_>,
     limit: u32,
     now_ms: i64,
-    register: &crate::store::OnClaim,
-) -> Result<Vec<crate::store::Claimed>, Error> {
+    register: &crate::OnClaim,
+) -> Result<Vec<crate::Claimed>, Error> {
     let mut select = tx.prepare_cached(
         "UPDATE runs SET status = 'running', started_at = ?1 WHERE task_id IN ( \
            SELECT q.task_id FROM runs q WHERE q.status = 'queued' \
@@ -501,15 +501,15 @@ pub(super) fn claim(
         if let Some(pending) = pending {
             flush_pending(tx, &task_id, (&thread_id, &run_id), &pending, now_ms)?;
         }
-        let context = context(tx, &user_id, &thread_id, mode.as_deref(), None)?;
-        let mut run = crate::store::prepared::claimed(
+        let briefing = briefing(tx, &user_id, &thread_id, mode.as_deref(), None)?;
+        let mut run = crate::rules::claimed(
             task_id,
             user_id,
             &input,
             mode.as_deref(),
             client_time.as_deref(),
         )?;
-        run.context = Some(context);
+        run.briefing = Some(briefing);
         claimed.push(run);
     }
     // Oldest first, whatever order RETURNING gave.
@@ -528,7 +528,7 @@ fn flush_pending(
     pending: &str,
     now_ms: i64,
 ) -> Result<(), Error> {
-    let (dedupe, rows) = crate::store::prepared::pending(pending)?;
+    let (dedupe, rows) = crate::rules::pending(pending)?;
     add_new_messages(tx, thread_id, run_id, &rows, dedupe, now_ms)?;
     if let Some(title) = rows.iter().find_map(|row| row.title.as_deref()) {
         tx.prepare_cached(

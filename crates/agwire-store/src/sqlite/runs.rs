@@ -9,8 +9,8 @@ use super::SqliteStore;
 use super::write;
 use crate::error::Error;
 use crate::run::RunStatus;
-use crate::store::records::{EVENTS_AFTER, RUN, RUN_COLUMNS, RUN_STATUS, STATUS_COUNTS};
-use crate::store::{Accepted, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStore};
+use crate::sql::{EVENTS_AFTER, RUN, RUN_COLUMNS, RUN_STATUS, STATUS_COUNTS};
+use crate::{Accepted, Claimed, Ending, NewRun, OnClaim, RunRecord, RunStore};
 
 #[async_trait]
 impl RunStore for SqliteStore {
@@ -19,7 +19,7 @@ impl RunStore for SqliteStore {
     }
 
     async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error> {
-        let accept = crate::store::prepared::Accept::prepare(&run)?;
+        let accept = crate::rules::Accept::prepare(&run)?;
         let Some(start) = run.start.cloned() else {
             return self.writer.call(move |tx| accept.run(tx)).await;
         };
@@ -79,7 +79,7 @@ impl RunStore for SqliteStore {
         ending: &Ending<'_>,
         now_ms: i64,
     ) -> Result<Option<u64>, Error> {
-        let end = crate::store::prepared::End::prepare(ending, now_ms)?;
+        let end = crate::rules::End::prepare(ending, now_ms)?;
         let task_id = task_id.to_owned();
         self.writer.call(move |tx| end.run(tx, &task_id)).await
     }

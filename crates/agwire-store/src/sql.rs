@@ -5,50 +5,50 @@
 //! each text here names `$1`, `$2`, ... in that order — a test holds them
 //! to it).
 
+use crate::StoredMessage;
 use crate::error::Error;
-use crate::store::StoredMessage;
 
-/// A thread's latest messages an agent is given (`RunContext::history`),
+/// A thread's latest messages an agent is given (`Briefing::history`),
 /// newest first: `$1` the thread, `$2` how many. The roles are
 /// `HISTORY_ROLES`'s.
-pub(in crate::store) const RECENT_MESSAGES: &str = "SELECT body FROM messages WHERE thread_id = $1 \
+pub(crate) const RECENT_MESSAGES: &str = "SELECT body FROM messages WHERE thread_id = $1 \
      AND role IN ('user', 'assistant', 'tool', 'system', 'developer') ORDER BY seq DESC LIMIT $2";
 
 /// A user's profile settings (JSON text): `$1` the user.
-pub(in crate::store) const SETTINGS: &str = "SELECT settings FROM users WHERE id = $1";
+pub(crate) const SETTINGS: &str = "SELECT settings FROM users WHERE id = $1";
 
 /// The config of the automation job a thread belongs to: `$1` the user, `$2`
 /// the thread.
-pub(in crate::store) const JOB_CONFIG: &str =
+pub(crate) const JOB_CONFIG: &str =
     "SELECT config FROM automation_jobs WHERE user_id = $1 AND thread_id = $2";
 
 /// Replaces a user's settings: `$1` the user, `$2` the settings (JSON
 /// text), `$3` now.
-pub(in crate::store) const SET_SETTINGS: &str = "INSERT INTO users (id, settings, updated_at) \
+pub(crate) const SET_SETTINGS: &str = "INSERT INTO users (id, settings, updated_at) \
      VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET settings = $2, updated_at = $3";
 
 // --- threads ---------------------------------------------------------------
 
 /// A thread's owner: `$1` the thread.
-pub(in crate::store) const THREAD_OWNER: &str = "SELECT user_id FROM threads WHERE id = $1";
+pub(crate) const THREAD_OWNER: &str = "SELECT user_id FROM threads WHERE id = $1";
 
 /// A user's most recently active thread: `$1` the user.
-pub(in crate::store) const LATEST_THREAD: &str = "SELECT id FROM threads WHERE user_id = $1 \
+pub(crate) const LATEST_THREAD: &str = "SELECT id FROM threads WHERE user_id = $1 \
      ORDER BY last_active_at DESC, created_at DESC LIMIT 1";
 
 /// A thread's messages in order, as [`stored_message`] reads them (and
 /// `role`): `$1` the thread.
-pub(in crate::store) const THREAD_MESSAGES: &str = "SELECT seq, body, created_at, ui_schema, role \
+pub(crate) const THREAD_MESSAGES: &str = "SELECT seq, body, created_at, ui_schema, role \
      FROM messages WHERE thread_id = $1 ORDER BY seq";
 
 /// When the last shown message before a time was written: `$1` the thread,
 /// `$2` the time.
-pub(in crate::store) const LAST_SHOWN_BEFORE: &str = "SELECT MAX(created_at) FROM messages \
+pub(crate) const LAST_SHOWN_BEFORE: &str = "SELECT MAX(created_at) FROM messages \
      WHERE thread_id = $1 AND shown AND created_at < $2";
 
 /// A thread's shown messages in a time window, as [`stored_message`] reads
 /// them: `$1` the thread, `$2` from, `$3` to.
-pub(in crate::store) const SHOWN_MESSAGES: &str = "SELECT seq, body, created_at, ui_schema FROM messages \
+pub(crate) const SHOWN_MESSAGES: &str = "SELECT seq, body, created_at, ui_schema FROM messages \
      WHERE thread_id = $1 AND shown AND created_at >= $2 AND created_at < $3 ORDER BY seq";
 
 /// A thread's columns, in `ThreadRecord`'s order (`t` is the thread).
@@ -63,7 +63,7 @@ macro_rules! thread_columns {
 
 /// A page of a user's threads, most recently active first: `$1` the user,
 /// `$2` and `$3` the cursor (last active, id), `$4` how many.
-pub(in crate::store) const THREADS: &str = concat!(
+pub(crate) const THREADS: &str = concat!(
     "SELECT ",
     thread_columns!(),
     " FROM threads t WHERE t.user_id = $1 \
@@ -72,26 +72,26 @@ pub(in crate::store) const THREADS: &str = concat!(
 );
 
 /// One of a user's threads: `$1` the user, `$2` the thread.
-pub(in crate::store) const THREAD: &str = concat!(
+pub(crate) const THREAD: &str = concat!(
     "SELECT ",
     thread_columns!(),
     " FROM threads t WHERE t.user_id = $1 AND t.id = $2"
 );
 
 /// Names a thread: `$1` the title, `$2` the thread, `$3` its user.
-pub(in crate::store) const SET_THREAD_TITLE: &str =
+pub(crate) const SET_THREAD_TITLE: &str =
     "UPDATE threads SET title = $1 WHERE id = $2 AND user_id = $3";
 
 /// A thread's open frontend tool calls, oldest first: `$1` the thread.
-pub(in crate::store) const PENDING_TOOL_CALLS: &str = "SELECT id, name, arguments, run_id, asked_at \
+pub(crate) const PENDING_TOOL_CALLS: &str = "SELECT id, name, arguments, run_id, asked_at \
      FROM tool_calls WHERE thread_id = $1 AND closed_by IS NULL ORDER BY asked_at, id";
 
 /// The automation job a thread belongs to, if any: `$1` the thread.
-pub(in crate::store) const JOB_OF_THREAD_ID: &str =
+pub(crate) const JOB_OF_THREAD_ID: &str =
     "SELECT id FROM automation_jobs WHERE thread_id = $1 LIMIT 1";
 
 /// A thread's queued and running runs: `$1` the thread.
-pub(in crate::store) const ACTIVE_RUNS: &str =
+pub(crate) const ACTIVE_RUNS: &str =
     "SELECT COUNT(*) FROM runs WHERE thread_id = $1 AND status IN ('queued', 'running')";
 
 /// Deletes the attachments a deleted thread's turns refer to, less those
@@ -100,7 +100,7 @@ pub(in crate::store) const ACTIVE_RUNS: &str =
 /// were accepted (`attachment_refs`, the owner's own attachments only), so
 /// this is two index reads per attachment, not a scan of the owner's
 /// messages under the write lock.
-pub(in crate::store) const DELETE_THREAD_ATTACHMENTS: &str = "DELETE FROM attachments \
+pub(crate) const DELETE_THREAD_ATTACHMENTS: &str = "DELETE FROM attachments \
      WHERE user_id = $1 AND id IN ( \
        SELECT r.attachment_id FROM attachment_refs r WHERE r.thread_id = $2 \
        AND NOT EXISTS (SELECT 1 FROM attachment_refs o \
@@ -110,26 +110,23 @@ pub(in crate::store) const DELETE_THREAD_ATTACHMENTS: &str = "DELETE FROM attach
 /// The rest of a thread, each `$1` the thread, in this order: its
 /// attachment references, its runs' events, its runs, its messages, its
 /// tool calls, itself.
-pub(in crate::store) const DELETE_THREAD_REFS: &str =
-    "DELETE FROM attachment_refs WHERE thread_id = $1";
-pub(in crate::store) const DELETE_THREAD_EVENTS: &str =
+pub(crate) const DELETE_THREAD_REFS: &str = "DELETE FROM attachment_refs WHERE thread_id = $1";
+pub(crate) const DELETE_THREAD_EVENTS: &str =
     "DELETE FROM run_events WHERE task_id IN (SELECT task_id FROM runs WHERE thread_id = $1)";
-pub(in crate::store) const DELETE_THREAD_RUNS: &str = "DELETE FROM runs WHERE thread_id = $1";
-pub(in crate::store) const DELETE_THREAD_MESSAGES: &str =
-    "DELETE FROM messages WHERE thread_id = $1";
-pub(in crate::store) const DELETE_THREAD_TOOL_CALLS: &str =
-    "DELETE FROM tool_calls WHERE thread_id = $1";
-pub(in crate::store) const DELETE_THREAD: &str = "DELETE FROM threads WHERE id = $1";
+pub(crate) const DELETE_THREAD_RUNS: &str = "DELETE FROM runs WHERE thread_id = $1";
+pub(crate) const DELETE_THREAD_MESSAGES: &str = "DELETE FROM messages WHERE thread_id = $1";
+pub(crate) const DELETE_THREAD_TOOL_CALLS: &str = "DELETE FROM tool_calls WHERE thread_id = $1";
+pub(crate) const DELETE_THREAD: &str = "DELETE FROM threads WHERE id = $1";
 
 /// A page of the threads stored before names were stored with them, each
 /// with its first user message (see `fill_derived_titles`).
-pub(in crate::store) const UNNAMED_THREADS: &str = "SELECT t.id, (SELECT m.body FROM messages m \
+pub(crate) const UNNAMED_THREADS: &str = "SELECT t.id, (SELECT m.body FROM messages m \
      WHERE m.thread_id = t.id AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first FROM threads t \
      WHERE t.derived_title IS NULL AND EXISTS (SELECT 1 FROM messages m \
      WHERE m.thread_id = t.id AND m.role = 'user') LIMIT 256";
 
 /// Names an unnamed thread: `$1` the name, `$2` the thread.
-pub(in crate::store) const NAME_THREAD: &str =
+pub(crate) const NAME_THREAD: &str =
     "UPDATE threads SET derived_title = $1 WHERE id = $2 AND derived_title IS NULL";
 
 // --- calendars -------------------------------------------------------------
@@ -137,23 +134,23 @@ pub(in crate::store) const NAME_THREAD: &str =
 /// Creates or replaces a user's event (never another user's): `$1` the id,
 /// `$2` the user, `$3` the title, `$4` start, `$5` end, `$6` the timezone,
 /// `$7` now.
-pub(in crate::store) const PUT_CALENDAR_EVENT: &str = "INSERT INTO calendar_events \
+pub(crate) const PUT_CALENDAR_EVENT: &str = "INSERT INTO calendar_events \
      (id, user_id, title, start_ms, end_ms, timezone, created_at, updated_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
      ON CONFLICT (id) DO UPDATE SET title = $3, start_ms = $4, end_ms = $5, timezone = $6, updated_at = $7 \
      WHERE calendar_events.user_id = EXCLUDED.user_id";
 
 /// One of a user's events: `$1` the user, `$2` the event.
-pub(in crate::store) const CALENDAR_EVENT: &str = "SELECT id, user_id, title, start_ms, end_ms, timezone \
+pub(crate) const CALENDAR_EVENT: &str = "SELECT id, user_id, title, start_ms, end_ms, timezone \
      FROM calendar_events WHERE user_id = $1 AND id = $2";
 
 /// Deletes one of a user's events: `$1` the user, `$2` the event.
-pub(in crate::store) const DELETE_CALENDAR_EVENT: &str =
+pub(crate) const DELETE_CALENDAR_EVENT: &str =
     "DELETE FROM calendar_events WHERE user_id = $1 AND id = $2";
 
 /// A user's events overlapping a window, by start: `$1` the user, `$2` the
 /// window's end, `$3` its start, `$4` how many.
-pub(in crate::store) const CALENDAR_EVENTS: &str = "SELECT id, user_id, title, start_ms, end_ms, timezone \
+pub(crate) const CALENDAR_EVENTS: &str = "SELECT id, user_id, title, start_ms, end_ms, timezone \
      FROM calendar_events WHERE user_id = $1 AND start_ms < $2 AND end_ms > $3 \
      ORDER BY start_ms, id LIMIT $4";
 
@@ -169,11 +166,11 @@ macro_rules! job_columns {
 
 /// A new job's thread: `$1` the thread, `$2` the user, `$3` now. Inserts
 /// nothing when the id is taken.
-pub(in crate::store) const CREATE_JOB_THREAD: &str = "INSERT INTO threads \
+pub(crate) const CREATE_JOB_THREAD: &str = "INSERT INTO threads \
      (id, user_id, created_at, last_active_at) VALUES ($1, $2, $3, $3) ON CONFLICT (id) DO NOTHING";
 
 /// A new job, its columns in order (`$1` ... `$12`).
-pub(in crate::store) const INSERT_JOB: &str = concat!(
+pub(crate) const INSERT_JOB: &str = concat!(
     "INSERT INTO automation_jobs (",
     job_columns!(),
     ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
@@ -182,38 +179,37 @@ pub(in crate::store) const INSERT_JOB: &str = concat!(
 /// Changes a user's job: `$1` name, `$2` schedule, `$3` timezone, `$4`
 /// prompt, `$5` config, `$6` enabled, `$7` next run, `$8` now, `$9` the job,
 /// `$10` the user.
-pub(in crate::store) const UPDATE_JOB: &str = "UPDATE automation_jobs SET name = $1, schedule = $2, \
+pub(crate) const UPDATE_JOB: &str = "UPDATE automation_jobs SET name = $1, schedule = $2, \
      timezone = $3, prompt = $4, config = $5, enabled = $6, next_run_at = $7, updated_at = $8 \
      WHERE id = $9 AND user_id = $10";
 
 /// One of a user's jobs: `$1` the user, `$2` the job.
-pub(in crate::store) const JOB: &str = concat!(
+pub(crate) const JOB: &str = concat!(
     "SELECT ",
     job_columns!(),
     " FROM automation_jobs WHERE user_id = $1 AND id = $2"
 );
 
 /// The job a user's thread belongs to: `$1` the user, `$2` the thread.
-pub(in crate::store) const JOB_OF_THREAD: &str = concat!(
+pub(crate) const JOB_OF_THREAD: &str = concat!(
     "SELECT ",
     job_columns!(),
     " FROM automation_jobs WHERE user_id = $1 AND thread_id = $2"
 );
 
 /// A user's jobs, oldest first: `$1` the user.
-pub(in crate::store) const JOBS: &str = concat!(
+pub(crate) const JOBS: &str = concat!(
     "SELECT ",
     job_columns!(),
     " FROM automation_jobs WHERE user_id = $1 ORDER BY created_at, id"
 );
 
 /// Deletes one of a user's jobs: `$1` the user, `$2` the job.
-pub(in crate::store) const DELETE_JOB: &str =
-    "DELETE FROM automation_jobs WHERE user_id = $1 AND id = $2";
+pub(crate) const DELETE_JOB: &str = "DELETE FROM automation_jobs WHERE user_id = $1 AND id = $2";
 
 /// The enabled jobs due by a time, soonest first: `$1` the time, `$2` how
 /// many.
-pub(in crate::store) const DUE_JOBS: &str = concat!(
+pub(crate) const DUE_JOBS: &str = concat!(
     "SELECT ",
     job_columns!(),
     " FROM automation_jobs WHERE enabled AND next_run_at <= $1 ORDER BY next_run_at LIMIT $2"
@@ -221,7 +217,7 @@ pub(in crate::store) const DUE_JOBS: &str = concat!(
 
 /// Moves a job's next run on, if it was still due then: `$1` the next run,
 /// `$2` the job, `$3` when it was due.
-pub(in crate::store) const ADVANCE_JOB: &str = "UPDATE automation_jobs SET next_run_at = $1 \
+pub(crate) const ADVANCE_JOB: &str = "UPDATE automation_jobs SET next_run_at = $1 \
      WHERE id = $2 AND next_run_at = $3 AND enabled";
 
 // --- runs ------------------------------------------------------------------
@@ -234,31 +230,30 @@ macro_rules! run_columns {
 }
 
 /// [`run_columns`] as a constant.
-pub(in crate::store) const RUN_COLUMNS: &str = run_columns!();
+pub(crate) const RUN_COLUMNS: &str = run_columns!();
 
 /// A run's events after a number, in order: `$1` the run, `$2` the number.
-pub(in crate::store) const EVENTS_AFTER: &str =
+pub(crate) const EVENTS_AFTER: &str =
     "SELECT seq, event FROM run_events WHERE task_id = $1 AND seq > $2 ORDER BY seq";
 
 /// One of a user's runs: `$1` the user, `$2` the client's run id.
-pub(in crate::store) const RUN: &str = concat!(
+pub(crate) const RUN: &str = concat!(
     "SELECT ",
     run_columns!(),
     " FROM runs WHERE user_id = $1 AND run_id = $2"
 );
 
 /// A run's status: `$1` the run.
-pub(in crate::store) const RUN_STATUS: &str = "SELECT status FROM runs WHERE task_id = $1";
+pub(crate) const RUN_STATUS: &str = "SELECT status FROM runs WHERE task_id = $1";
 
 /// How many runs are in each status.
-pub(in crate::store) const STATUS_COUNTS: &str =
-    "SELECT status, COUNT(*) AS n FROM runs GROUP BY status";
+pub(crate) const STATUS_COUNTS: &str = "SELECT status, COUNT(*) AS n FROM runs GROUP BY status";
 
 // --- decoding --------------------------------------------------------------
 
 /// A message row's columns (`seq`, `body`, `created_at`, `ui_schema`) as a
 /// message (a UI schema that is not JSON is dropped, as it was written).
-pub(in crate::store) fn stored_message(
+pub(crate) fn stored_message(
     seq: i64,
     body: &str,
     created_at: i64,
@@ -274,9 +269,9 @@ pub(in crate::store) fn stored_message(
 
 /// An unnamed thread's name from its first user message (empty when that
 /// is not a user message).
-pub(in crate::store) fn derived_title(first: Option<String>) -> String {
+pub(crate) fn derived_title(first: Option<String>) -> String {
     match first.map(|b| serde_json::from_str::<agwire_core::Message>(&b)) {
-        Some(Ok(agwire_core::Message::User(user))) => crate::threads::derived_title(&user),
+        Some(Ok(agwire_core::Message::User(user))) => crate::derived_title(&user),
         _ => String::new(),
     }
 }
@@ -286,7 +281,7 @@ pub(in crate::store) fn derived_title(first: Option<String>) -> String {
 /// `sqlite/runs.rs`, on the same SQL text.
 macro_rules! shared_run_reads {
     ($store:ty, $row:ty) => {
-        const RUN_COLUMNS: &str = crate::store::records::RUN_COLUMNS;
+        const RUN_COLUMNS: &str = crate::sql::RUN_COLUMNS;
 
         fn record(row: &$row) -> Result<RunRecord, Error> {
             Ok(RunRecord {
@@ -309,7 +304,7 @@ macro_rules! shared_run_reads {
                 task_id: &str,
                 after: u64,
             ) -> Result<Vec<(u64, Event)>, Error> {
-                let rows = sqlx::query(crate::store::records::EVENTS_AFTER)
+                let rows = sqlx::query(crate::sql::EVENTS_AFTER)
                     .bind(task_id)
                     .bind(i64::try_from(after).unwrap_or(i64::MAX))
                     .fetch_all(&self.pool)
@@ -325,7 +320,7 @@ macro_rules! shared_run_reads {
             }
 
             async fn read_run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {
-                let row = sqlx::query(crate::store::records::RUN)
+                let row = sqlx::query(crate::sql::RUN)
                     .bind(user)
                     .bind(run_id)
                     .fetch_optional(&self.pool)
@@ -334,7 +329,7 @@ macro_rules! shared_run_reads {
             }
 
             async fn read_run_status(&self, task_id: &str) -> Result<Option<RunStatus>, Error> {
-                let status: Option<String> = sqlx::query_scalar(crate::store::records::RUN_STATUS)
+                let status: Option<String> = sqlx::query_scalar(crate::sql::RUN_STATUS)
                     .bind(task_id)
                     .fetch_optional(&self.pool)
                     .await?;
@@ -342,7 +337,7 @@ macro_rules! shared_run_reads {
             }
 
             async fn read_status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {
-                let rows = sqlx::query(crate::store::records::STATUS_COUNTS)
+                let rows = sqlx::query(crate::sql::STATUS_COUNTS)
                     .fetch_all(&self.pool)
                     .await?;
                 rows.iter()

@@ -9,7 +9,7 @@ use std::sync::mpsc as std_mpsc;
 use rusqlite::Connection;
 
 use super::{QUIET, Shared};
-use crate::store::sqlite::connection::BUSY_TIMEOUT;
+use crate::sqlite::connection::BUSY_TIMEOUT;
 
 /// Stops the checkpointer when the last handle goes.
 #[derive(Debug)]

@@ -35,7 +35,7 @@ pub struct SqliteStore {
     /// Attachments' bytes: one file each, beside the database.
     files: std::path::PathBuf,
     /// Or in a bucket, when one is configured.
-    bucket: Option<std::sync::Arc<crate::attachments::Bucket>>,
+    blobs: Option<std::sync::Arc<dyn crate::Blobs>>,
 }
 
 impl SqliteStore {
@@ -64,15 +64,15 @@ impl SqliteStore {
             readers,
             writer,
             files,
-            bucket: None,
+            blobs: None,
         })
     }
 
-    /// New attachments go to `bucket` (those kept beside the database stay
-    /// readable there).
+    /// Attachments recorded as in a bucket are read and removed through
+    /// `blobs` (the service puts them there).
     #[must_use]
-    pub fn with_bucket(mut self, bucket: std::sync::Arc<crate::attachments::Bucket>) -> Self {
-        self.bucket = Some(bucket);
+    pub fn with_blobs(mut self, blobs: std::sync::Arc<dyn crate::Blobs>) -> Self {
+        self.blobs = Some(blobs);
         self
     }
 

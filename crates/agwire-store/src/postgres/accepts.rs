@@ -34,10 +34,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::runs::{accept_alone, answered};
 use super::undone;
+use crate::Accepted;
 use crate::error::Error;
-use crate::store::Accepted;
-use crate::store::group::{Commit, GroupCommit, Shape};
-use crate::store::prepared::Accept;
+use crate::group::{Commit, GroupCommit, Shape};
+use crate::rules::Accept;
 
 /// Most accepts one statement carries.
 const MAX_BATCH: usize = 64;

@@ -9,7 +9,7 @@ async fn sqlite_numbers_every_shared_parameter_as_postgres_does() {
     let dir = std::env::temp_dir().join(format!("agwire-records-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("agwire.db");
-    let store = crate::store::SqliteStore::open(&path).await.unwrap();
+    let store = crate::SqliteStore::open(&path).await.unwrap();
     let connection = rusqlite::Connection::open(&path).unwrap();
     let texts = [
         RECENT_MESSAGES,

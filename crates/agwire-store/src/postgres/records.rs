@@ -7,7 +7,7 @@ use sqlx::postgres::PgRow;
 
 use super::PgStore;
 use crate::error::Error;
-use crate::store::records::{
+use crate::sql::{
     ACTIVE_RUNS, ADVANCE_JOB, CALENDAR_EVENT, CALENDAR_EVENTS, CREATE_JOB_THREAD,
     DELETE_CALENDAR_EVENT, DELETE_JOB, DELETE_THREAD, DELETE_THREAD_ATTACHMENTS,
     DELETE_THREAD_EVENTS, DELETE_THREAD_MESSAGES, DELETE_THREAD_REFS, DELETE_THREAD_RUNS,
@@ -16,7 +16,7 @@ use crate::store::records::{
     RECENT_MESSAGES, SET_SETTINGS, SET_THREAD_TITLE, SETTINGS, SHOWN_MESSAGES, THREAD,
     THREAD_MESSAGES, THREAD_OWNER, THREADS, UNNAMED_THREADS, UPDATE_JOB,
 };
-use crate::store::{
+use crate::{
     AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, DeletedThread, JobRecord,
     JobStore, PendingToolCall, ProfileStore, StoredMessage, ThreadRecord, ThreadStore,
 };
@@ -113,14 +113,10 @@ impl AttachmentStore for PgStore {
                 .fetch_optional(&self.pool)
                 .await?;
         match row {
-            Some((true, _)) => crate::store::bucket_bytes(self.bucket.as_deref(), id).await,
+            Some((true, _)) => crate::blobs::blob_bytes(self.blobs.as_deref(), id).await,
             Some((false, bytes)) => Ok(bytes),
             None => Ok(None),
         }
-    }
-
-    fn bucket(&self) -> Option<&std::sync::Arc<crate::attachments::Bucket>> {
-        self.bucket.as_ref()
     }
 
     async fn url_signing_key(&self) -> Result<Option<Vec<u8>>, Error> {
@@ -161,7 +157,7 @@ impl PgStore {
     /// An attachment's bytes are its row's, gone with it — or its object
     /// in the bucket, removed now (after the commit; see SQLite's).
     async fn remove_attachment_bytes(&self, ids: &[String]) {
-        crate::store::remove_bucket_objects(self.bucket.as_deref(), ids).await;
+        crate::blobs::remove_blobs(self.blobs.as_deref(), ids).await;
     }
 }
 
@@ -365,7 +361,7 @@ impl PgStore {
             }
             for row in &rows {
                 let id: String = row.try_get("id")?;
-                let title = crate::store::records::derived_title(row.try_get("first")?);
+                let title = crate::sql::derived_title(row.try_get("first")?);
                 sqlx::query(NAME_THREAD)
                     .bind(title)
                     .bind(id)
@@ -379,7 +375,7 @@ impl PgStore {
 
 /// A message row (`seq`, `body`, `created_at`, `ui_schema`).
 fn stored_message(row: &PgRow) -> Result<StoredMessage, Error> {
-    crate::store::records::stored_message(
+    crate::sql::stored_message(
         row.try_get("seq")?,
         row.try_get("body")?,
         row.try_get("created_at")?,

@@ -1,78 +1,151 @@
-//! A run's writes prepared for any backend: everything that needs no
-//! database (the turn's messages, JSON of the input, the events) is done by
-//! the caller, on its own task; each backend only runs SQL.
+//! The rules above the backends, computed once and handed to them as data:
+//! what a message is to history and to its thread's title, which
+//! attachments a turn refers to, and a run's writes prepared for any
+//! backend — everything that needs no database (the turn's messages, JSON
+//! of the input, the events) is done by the caller, on its own task; each
+//! backend only runs SQL.
 
 use agwire_core::{Event, Message, RunAgentInput, RunFinishedOutcome};
 
 use crate::error::Error;
 use crate::run::RunStatus;
-use crate::store::{Ending, NewRun};
+use crate::runs::{Ending, NewRun};
+
+/// Characters of a first user message that name a thread without a title
+/// (then "…").
+pub const DERIVED_TITLE_CHARS: usize = 80;
+
+/// The reference a stored message keeps in place of an attachment's URL.
+pub const REFERENCE_PREFIX: &str = "attachment:";
+
+/// Whether `id` is one an attachment can have: the UUIDs the service mints,
+/// never a path.
+pub fn is_attachment_id(id: &str) -> bool {
+    uuid::Uuid::try_parse(id).is_ok()
+}
+/// What a user message would call its thread: the first line of its text,
+/// cut to [`DERIVED_TITLE_CHARS`] (then "…"); empty when it has no text.
+pub fn derived_title(first: &agwire_core::UserMessage) -> String {
+    let text = first.content.text();
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if line.chars().count() <= DERIVED_TITLE_CHARS {
+        return line.to_owned();
+    }
+    let mut cut: String = line.chars().take(DERIVED_TITLE_CHARS).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
+}
+
+/// Whether history shows a message: user messages, and assistant messages
+/// that say something (one that only called tools is plumbing) — or that
+/// carry a UI, which the store marks shown when it is given one. Decided
+/// when the message is stored, so that a day is read by an index.
+pub fn shown(message: &Message) -> bool {
+    match message {
+        Message::User(_) => true,
+        Message::Assistant(a) => a.content.as_ref().is_some_and(|c| !c.is_empty()),
+        _ => false,
+    }
+}
+
+/// The attachments the images of user messages refer to (image parts whose
+/// URL is `attachment:{id}`), each once, in order of first mention.
+pub fn image_references<'a>(
+    messages: impl IntoIterator<Item = &'a agwire_core::Message>,
+) -> Vec<String> {
+    use agwire_core::{Content, ContentPart, Message, PartSource};
+    let mut ids: Vec<String> = Vec::new();
+    for message in messages {
+        let Message::User(user) = message else {
+            continue;
+        };
+        let Content::Parts(parts) = &user.content else {
+            continue;
+        };
+        for part in parts {
+            if let ContentPart::Image(media) = part
+                && let PartSource::Url { value, .. } = &media.source
+                && let Some(id) = value.strip_prefix(REFERENCE_PREFIX)
+                && is_attachment_id(id)
+                && !ids.iter().any(|known| known == id)
+            {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    ids
+}
 
 /// A message as a row, with what reads of it need without parsing it.
 #[derive(Debug, Clone)]
-pub(in crate::store) struct MessageRow {
-    pub(in crate::store) id: String,
-    pub(in crate::store) role: &'static str,
+pub(crate) struct MessageRow {
+    pub(crate) id: String,
+    pub(crate) role: &'static str,
     /// Its AG-UI JSON.
-    pub(in crate::store) body: String,
-    /// Whether day-scoped history shows it ([`crate::history::shown`]; a
+    pub(crate) body: String,
+    /// Whether day-scoped history shows it ([`shown`]; a
     /// UI given to it later shows it too).
-    pub(in crate::store) shown: bool,
+    pub(crate) shown: bool,
     /// What it would call its thread, for a user message
-    /// ([`crate::threads::derived_title`]): the thread's first user message
+    /// ([`derived_title`]): the thread's first user message
     /// names it, and the name is stored with the thread, so that listing
     /// threads never reads a message.
-    pub(in crate::store) title: Option<String>,
+    pub(crate) title: Option<String>,
 }
 
-pub(in crate::store) fn row(message: &Message) -> Result<MessageRow, Error> {
+pub(crate) fn row(message: &Message) -> Result<MessageRow, Error> {
     Ok(MessageRow {
         id: message.id().to_owned(),
         role: message.role().as_str(),
         body: serde_json::to_string(message)?,
-        shown: crate::history::shown(message),
+        shown: shown(message),
         title: match message {
-            Message::User(user) => Some(crate::threads::derived_title(user)),
+            Message::User(user) => Some(derived_title(user)),
             _ => None,
         },
     })
 }
 
 /// A validated run, prepared for the writer.
-pub(in crate::store) struct Accept {
+pub(crate) struct Accept {
     /// The new run's task id (unused when the accept turns out a replay).
-    pub(in crate::store) task_id: String,
-    pub(in crate::store) user: String,
-    pub(in crate::store) thread_id: String,
-    pub(in crate::store) run_id: String,
-    pub(in crate::store) request_hash: String,
-    pub(in crate::store) input_json: String,
-    pub(in crate::store) mode: Option<&'static str>,
-    pub(in crate::store) client_time: Option<String>,
-    pub(in crate::store) enqueue: bool,
-    pub(in crate::store) dedupe: bool,
+    pub(crate) task_id: String,
+    pub(crate) user: String,
+    pub(crate) thread_id: String,
+    pub(crate) run_id: String,
+    pub(crate) request_hash: String,
+    pub(crate) input_json: String,
+    pub(crate) mode: Option<&'static str>,
+    pub(crate) client_time: Option<String>,
+    pub(crate) enqueue: bool,
+    pub(crate) dedupe: bool,
     /// The `toolCallId`s the turn's tool messages answer (see
-    /// [`crate::store::RunStore::accept_run`]).
-    pub(in crate::store) answers: Vec<String>,
+    /// [`crate::RunStore::accept_run`]).
+    pub(crate) answers: Vec<String>,
     /// Whether every one of `answers` must be pending (the agent-run API:
     /// a turn answers only what its thread asked, once); a whole history
     /// (the standard endpoint) settles those that are and ignores the rest.
-    pub(in crate::store) strict_answers: bool,
+    pub(crate) strict_answers: bool,
     /// The turn's messages to add (now, or when the run starts).
-    pub(in crate::store) candidates: Vec<MessageRow>,
+    pub(crate) candidates: Vec<MessageRow>,
     /// The attachments the turn's images refer to (`attachment:{id}`), each
     /// once: recorded with the thread, those of `user`'s own, so that
     /// deleting a thread finds what only it refers to without reading a
     /// message.
-    pub(in crate::store) attachments: Vec<String>,
-    pub(in crate::store) now_ms: i64,
+    pub(crate) attachments: Vec<String>,
+    pub(crate) now_ms: i64,
     /// The run as its executor takes it, when the caller asked to start it
     /// (`NewRun::start`) — used if it does not wait.
-    pub(in crate::store) start: Option<crate::store::Claimed>,
+    pub(crate) start: Option<crate::Claimed>,
 }
 
 impl Accept {
-    pub(in crate::store) fn prepare(run: &NewRun<'_>) -> Result<Self, Error> {
+    pub(crate) fn prepare(run: &NewRun<'_>) -> Result<Self, Error> {
         let input: &RunAgentInput = run.input;
         let candidates: Vec<&Message> = if run.admission.whole_history {
             input.messages.iter().collect()
@@ -103,13 +176,13 @@ impl Accept {
             })
             .collect();
         let task_id = uuid::Uuid::now_v7().to_string();
-        let start = run.start.map(|_| crate::store::Claimed {
+        let start = run.start.map(|_| crate::Claimed {
             task_id: task_id.clone(),
             user_id: run.user.to_owned(),
             input: input.clone(),
             mode: run.mode,
             client_time: run.client_time.cloned(),
-            context: None,
+            briefing: None,
         });
         Ok(Self {
             task_id,
@@ -124,7 +197,7 @@ impl Accept {
             dedupe,
             answers,
             strict_answers: !run.admission.whole_history,
-            attachments: crate::attachments::image_references(candidates.iter().copied()),
+            attachments: image_references(candidates.iter().copied()),
             candidates: candidates.into_iter().map(row).collect::<Result<_, _>>()?,
             now_ms: run.now_ms,
             start,
@@ -134,13 +207,13 @@ impl Accept {
 
 impl Accept {
     /// What the turn's first user message would call its thread.
-    pub(in crate::store) fn title(&self) -> Option<&str> {
+    pub(crate) fn title(&self) -> Option<&str> {
         self.candidates.iter().find_map(|row| row.title.as_deref())
     }
 
     /// The turn's messages as the `pending_messages` document of a run that
     /// waits (read back by [`pending`]); built only when one does.
-    pub(in crate::store) fn pending(&self) -> String {
+    pub(crate) fn pending(&self) -> String {
         let mut document = format!(r#"{{"dedupe":{},"messages":["#, self.dedupe);
         for (i, row) in self.candidates.iter().enumerate() {
             if i > 0 {
@@ -154,23 +227,23 @@ impl Accept {
 }
 
 /// A run's end, prepared for the writer.
-pub(in crate::store) struct End {
-    pub(in crate::store) status: RunStatus,
-    pub(in crate::store) error: Option<String>,
-    pub(in crate::store) usage: Option<String>,
+pub(crate) struct End {
+    pub(crate) status: RunStatus,
+    pub(crate) error: Option<String>,
+    pub(crate) usage: Option<String>,
     /// The events before the terminal one not yet in the log.
-    pub(in crate::store) events: Vec<String>,
-    pub(in crate::store) terminal: String,
-    pub(in crate::store) output: Vec<MessageRow>,
+    pub(crate) events: Vec<String>,
+    pub(crate) terminal: String,
+    pub(crate) output: Vec<MessageRow>,
     /// The last assistant message's id, when the turn's UI goes on it.
-    pub(in crate::store) ui_schema: Option<(String, String)>,
+    pub(crate) ui_schema: Option<(String, String)>,
     /// The frontend tool calls the run leaves for its client to answer.
-    pub(in crate::store) asked: Vec<AskedCall>,
-    pub(in crate::store) now_ms: i64,
+    pub(crate) asked: Vec<AskedCall>,
+    pub(crate) now_ms: i64,
 }
 
 /// A tool call a run left unanswered: id, name, argument text.
-pub(in crate::store) type AskedCall = (String, String, String);
+pub(crate) type AskedCall = (String, String, String);
 
 /// The tool calls a run leaves for its client: those its `RUN_FINISHED`
 /// names pending (or, for a finish without an outcome, every call of its
@@ -217,7 +290,7 @@ fn asked(ending: &Ending<'_>) -> Vec<AskedCall> {
 }
 
 impl End {
-    pub(in crate::store) fn prepare(ending: &Ending<'_>, now_ms: i64) -> Result<Self, Error> {
+    pub(crate) fn prepare(ending: &Ending<'_>, now_ms: i64) -> Result<Self, Error> {
         let last_answer = ending
             .output
             .iter()
@@ -242,7 +315,7 @@ impl End {
 
 /// The waiting messages of a run (its `pending_messages` document): whether
 /// to match them by id, and the rows.
-pub(in crate::store) fn pending(document: &str) -> Result<(bool, Vec<MessageRow>), Error> {
+pub(crate) fn pending(document: &str) -> Result<(bool, Vec<MessageRow>), Error> {
     #[derive(serde::Deserialize)]
     struct Pending {
         dedupe: bool,
@@ -254,15 +327,15 @@ pub(in crate::store) fn pending(document: &str) -> Result<(bool, Vec<MessageRow>
 }
 
 /// A claimed run from its stored columns.
-pub(in crate::store) fn claimed(
+pub(crate) fn claimed(
     task_id: String,
     user_id: String,
     input: &str,
     mode: Option<&str>,
     client_time: Option<&str>,
-) -> Result<crate::store::Claimed, Error> {
+) -> Result<crate::Claimed, Error> {
     use crate::run::{ClientTime, RuntimeMode};
-    Ok(crate::store::Claimed {
+    Ok(crate::Claimed {
         task_id,
         user_id,
         input: serde_json::from_str(input)?,
@@ -270,6 +343,6 @@ pub(in crate::store) fn claimed(
         client_time: client_time
             .and_then(|t| serde_json::from_str(t).ok())
             .and_then(|t| ClientTime::from_json(&t)),
-        context: None,
+        briefing: None,
     })
 }
