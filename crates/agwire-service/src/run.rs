@@ -1,5 +1,5 @@
 //! What a run is, for every part of the service: the request the engine
-//! accepts ([`RunRequest`]); how it is admitted to its thread, what
+//! accepts ([`RunRequest`]); how it is admitted, its options to its thread, what
 //! `forwardedProps` told about it and its state are the store's types
 //! (re-exported here). The API's validation produces these; the store, the
 //! engine, the brain, the jobs and the clock read them — and none of them
@@ -7,7 +7,9 @@
 
 use agwire_core::RunAgentInput;
 
-pub use agwire_store::{Admission, ClientTime, ClientTimeField, RunStatus, RuntimeMode};
+pub use agwire_store::{
+    Admission, ClientTime, ClientTimeField, RunOptions, RunStatus, RuntimeMode,
+};
 
 /// A validated run, ready to be accepted: who asks, what, and what
 /// validation established about it.
@@ -19,8 +21,8 @@ pub struct RunRequest {
     pub input: RunAgentInput,
     /// `forwardedProps.runtime_mode` (`None` on the standard AG-UI endpoint).
     pub mode: Option<RuntimeMode>,
-    /// `forwardedProps.client_time`, checked.
-    pub client_time: Option<ClientTime>,
+    /// What else `forwardedProps` said about it, checked.
+    pub options: RunOptions,
     /// Busy-thread and history rules.
     pub admission: Admission,
 }

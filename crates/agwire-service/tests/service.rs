@@ -12,7 +12,7 @@ use std::sync::Arc;
 use agwire_client::core::pipeline::Pipeline;
 use agwire_client::core::{Event, RunAgentInput};
 use agwire_codec::sse::SseEventDecoder;
-use agwire_service::run::{Admission, RunStatus};
+use agwire_service::run::{Admission, RunOptions, RunStatus};
 use agwire_service::store::NewRun;
 use agwire_service::{BuiltinAgent, Service};
 use common::{body, events, post, reqwest_like, serve, sse_with_ids};
@@ -808,7 +808,7 @@ fn new_run<'a>(input: &'a agwire_core::RunAgentInput, hash: &'a str, now_ms: i64
         input,
         request_hash: hash,
         mode: None,
-        client_time: None,
+        options: &RunOptions::NONE,
         admission: Admission::default(),
         now_ms,
         start: None,

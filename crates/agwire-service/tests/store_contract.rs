@@ -10,7 +10,7 @@ use agwire_core::{
     BaseEvent, Event, Message, RunAgentInput, RunErrorEvent, RunFinishedEvent,
     TextMessageContentEvent,
 };
-use agwire_service::run::{Admission, RunStatus};
+use agwire_service::run::{Admission, RunOptions, RunStatus};
 use agwire_service::store::Error;
 use agwire_service::store::{
     AttachmentStore, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim, PgStore, RunStore,
@@ -57,7 +57,7 @@ fn new_run<'a>(user: &'a str, input: &'a RunAgentInput, hash: &'a str) -> NewRun
         input,
         request_hash: hash,
         mode: None,
-        client_time: None,
+        options: &RunOptions::NONE,
         admission: Admission::default(),
         now_ms: 1,
         start: None,
@@ -545,22 +545,35 @@ async fn a_claim_hands_back_what_validation_established() {
         let valid = validate_run(body.to_string().as_bytes(), &Rules::default()).unwrap();
         let run = NewRun {
             mode: Some(valid.runtime_mode),
-            client_time: valid.client_time.as_ref(),
+            options: &valid.options,
             ..new_run("alice", &valid.input, "h")
         };
         store.accept_run(run).await.unwrap();
         let claimed = claim_all(&*store).await;
         assert_eq!(claimed.len(), 1, "{backend}");
         assert_eq!(claimed[0].mode, Some(RuntimeMode::Automation), "{backend}");
-        let time = claimed[0].client_time.as_ref().expect("client time");
+        let time = claimed[0]
+            .options
+            .client_time
+            .as_ref()
+            .expect("client time");
         assert_eq!(time.device_timezone_name, "Asia/Tokyo", "{backend}");
         assert_eq!(time.epoch_ms, 1_795_480_200_000, "{backend}");
         assert_eq!(
             time.now.as_millisecond(),
-            valid.client_time.as_ref().unwrap().now.as_millisecond(),
+            valid
+                .options
+                .client_time
+                .as_ref()
+                .unwrap()
+                .now
+                .as_millisecond(),
             "{backend}"
         );
         assert_eq!(claimed[0].input, valid.input, "{backend}");
+        // And the run reads back with them.
+        let record = store.run("alice", "r1").await.unwrap().unwrap();
+        assert_eq!(record.options, valid.options, "{backend}");
     }
 }
 
@@ -1088,7 +1101,7 @@ mod sqlite {
             "PRAGMA user_version = 7".to_owned(),
             // (Undo what later migrations added.)
             "ALTER TABLE runs DROP COLUMN runtime_mode".to_owned(),
-            "ALTER TABLE runs DROP COLUMN client_time".to_owned(),
+            "ALTER TABLE runs DROP COLUMN options".to_owned(),
             "DROP TABLE tool_calls".to_owned(),
             "DROP INDEX jobs_by_thread".to_owned(),
             "DROP INDEX threads_by_user_activity".to_owned(),
@@ -2642,6 +2655,10 @@ const OLD_ROWS: &[&str] = &[
      ('t-old', 4, 'a2', 'r1', 'assistant', '{"id":"a2","role":"assistant","content":"Old answer \u0000"}', 13),
      ('t-old', 5, 'a3', 'r1', 'assistant', '{"id":"a3","role":"assistant","content":""}', 14),
      ('t-bob', 1, 'b1', 'r2', 'user', '{"id":"b1","role":"user","content":"bob"}', 10)"#,
+    // A run whose request's client_time was a column of its own.
+    r#"INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, input, created_at, client_time) VALUES
+     ('task-old', 'bob', 't-bob', 'r-old', 'h', FALSE, 'succeeded', '{}', 1,
+      '{"device_timezone":"Asia/Tokyo","client_now_iso":"2026-11-24T09:30:00+09:00","client_epoch_ms":1795480200000}')"#,
 ];
 
 /// What the upgrade made of [`OLD_ROWS`].
@@ -2662,6 +2679,11 @@ async fn check_upgraded(backend: &str, store: &dyn Store) {
     );
     let bobs = store.thread("bob", "t-bob").await.unwrap().unwrap();
     assert_eq!(agwire_service::threads::title(&bobs), "bob", "{backend}");
+    // Its client_time is now one of the run's options.
+    let old_run = store.run("bob", "r-old").await.unwrap().unwrap();
+    let time = old_run.options.client_time.expect("client_time kept");
+    assert_eq!(time.device_timezone_name, "Asia/Tokyo", "{backend}");
+    assert_eq!(time.epoch_ms, 1_795_480_200_000, "{backend}");
     // Alice's own attachment goes with her thread; bob's is not hers.
     let deleted = store.delete_thread("alice", "t-old").await.unwrap();
     assert_eq!(
@@ -2686,7 +2708,10 @@ async fn rows_stored_by_the_previous_schema_read_as_before_on_sqlite() {
     let path = dir.join("agwire.db");
     {
         let connection = rusqlite::Connection::open(&path).unwrap();
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite");
+        let root = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../agwire-store/migrations/sqlite"
+        );
         let mut files: Vec<_> = std::fs::read_dir(root)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -2720,7 +2745,10 @@ async fn rows_stored_by_the_previous_schema_read_as_before_on_postgres() {
         // applied them (same files, same checksums).
         let old = std::env::temp_dir().join(format!("agwire-pg-old-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&old).unwrap();
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/postgres");
+        let root = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../agwire-store/migrations/postgres"
+        );
         for entry in std::fs::read_dir(root).unwrap() {
             let path = entry.unwrap().path();
             if path.file_name().unwrap().to_str().unwrap() < "0009" {

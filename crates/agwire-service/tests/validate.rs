@@ -192,7 +192,7 @@ fn forwarded_props_needs_runtime_mode_and_nothing_else() {
         json!({"runtime_mode": "automation"}),
     ));
     assert_eq!(run.runtime_mode, RuntimeMode::Automation);
-    assert!(run.client_time.is_none());
+    assert!(run.options.client_time.is_none());
 }
 
 #[test]
@@ -335,7 +335,7 @@ fn client_time_fields_are_checked() {
         ok_now.clone(),
         json!(1_773_678_753_000_i64),
     ));
-    let client = run.client_time.unwrap();
+    let client = run.options.client_time.unwrap();
     assert_eq!(client.device_timezone_name, "America/Los_Angeles");
     assert_eq!(client.now.as_millisecond(), 1_773_677_553_000);
     accepts(&time(json!("UTC"), json!("2026-03-16T16:12:33Z"), json!(0)));

@@ -121,7 +121,8 @@ pub(crate) struct Accept {
     pub(crate) request_hash: String,
     pub(crate) input_json: String,
     pub(crate) mode: Option<&'static str>,
-    pub(crate) client_time: Option<String>,
+    /// [`crate::RunOptions::to_stored`].
+    pub(crate) options: Option<String>,
     pub(crate) enqueue: bool,
     pub(crate) dedupe: bool,
     /// The `toolCallId`s the turn's tool messages answer (see
@@ -181,7 +182,7 @@ impl Accept {
             user_id: run.user.to_owned(),
             input: input.clone(),
             mode: run.mode,
-            client_time: run.client_time.cloned(),
+            options: run.options.clone(),
             briefing: None,
         });
         Ok(Self {
@@ -192,7 +193,7 @@ impl Accept {
             request_hash: run.request_hash.to_owned(),
             input_json: serde_json::to_string(input)?,
             mode: run.mode.map(crate::run::RuntimeMode::as_str),
-            client_time: run.client_time.map(|t| t.to_json().to_string()),
+            options: run.options.to_stored()?,
             enqueue: run.admission.enqueue,
             dedupe,
             answers,
@@ -332,17 +333,25 @@ pub(crate) fn claimed(
     user_id: String,
     input: &str,
     mode: Option<&str>,
-    client_time: Option<&str>,
+    options: Option<&str>,
 ) -> Result<crate::Claimed, Error> {
-    use crate::run::{ClientTime, RuntimeMode};
+    use crate::run::RuntimeMode;
     Ok(crate::Claimed {
+        options: stored_options(&task_id, options),
         task_id,
         user_id,
         input: serde_json::from_str(input)?,
         mode: mode.and_then(RuntimeMode::parse),
-        client_time: client_time
-            .and_then(|t| serde_json::from_str(t).ok())
-            .and_then(|t| ClientTime::from_json(&t)),
         briefing: None,
+    })
+}
+
+/// A run's stored options, read back. Options a run was accepted with were
+/// validated then; one this binary cannot read back (written by a newer
+/// one, say) is dropped with a warning rather than failing the run.
+pub(crate) fn stored_options(task_id: &str, stored: Option<&str>) -> crate::RunOptions {
+    crate::RunOptions::from_stored(stored).unwrap_or_else(|error| {
+        tracing::warn!(task_id, %error, "a run's stored options could not be read; running without them");
+        crate::RunOptions::default()
     })
 }

@@ -118,6 +118,39 @@ impl RuntimeMode {
     }
 }
 
+/// What a run's request said about it beyond its input and its mode
+/// (`forwardedProps`, validated): kept with the run as one JSON value,
+/// given back when it is claimed and when it is read. A new option is a
+/// field here — the backends store and read the value whole.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunOptions {
+    /// `forwardedProps.client_time`, checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_time: Option<ClientTime>,
+}
+
+impl RunOptions {
+    /// No option set (what [`Default`] gives, as a constant: a request
+    /// without options borrows it).
+    pub const NONE: Self = Self { client_time: None };
+
+    /// As stored: `None` when no option is set (the column stays null).
+    pub fn to_stored(&self) -> Result<Option<String>, Error> {
+        match self == &Self::default() {
+            true => Ok(None),
+            false => Ok(Some(serde_json::to_string(self)?)),
+        }
+    }
+
+    /// Reads back what [`RunOptions::to_stored`] wrote.
+    pub fn from_stored(stored: Option<&str>) -> Result<Self, Error> {
+        match stored {
+            None => Ok(Self::default()),
+            Some(text) => Ok(serde_json::from_str(text)?),
+        }
+    }
+}
+
 /// `forwardedProps.client_time`, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientTime {
@@ -171,6 +204,22 @@ impl ClientTime {
             now,
             epoch_ms,
         })
+    }
+}
+
+/// As the object a client sends ([`ClientTime::to_json`]).
+impl serde::Serialize for ClientTime {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
+/// From the object a client sends, checked as validation checks it.
+impl<'de> serde::Deserialize<'de> for ClientTime {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Self::from_json(&value)
+            .ok_or_else(|| serde::de::Error::custom("not a valid client_time object"))
     }
 }
 

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use crate::Store;
 use crate::error::Error;
-use crate::run::{Admission, ClientTime, RunStatus, RuntimeMode};
+use crate::run::{Admission, RunOptions, RunStatus, RuntimeMode};
 
 /// A validated run to accept.
 #[derive(Debug, Clone, Copy)]
@@ -22,8 +22,8 @@ pub struct NewRun<'a> {
     pub request_hash: &'a str,
     /// `forwardedProps.runtime_mode` (`None` on the standard endpoint).
     pub mode: Option<RuntimeMode>,
-    /// `forwardedProps.client_time`, checked.
-    pub client_time: Option<&'a ClientTime>,
+    /// What else its request said about it (`forwardedProps`), checked.
+    pub options: &'a RunOptions,
     /// Busy-thread and history rules.
     pub admission: Admission,
     /// When (ms since the epoch).
@@ -84,8 +84,8 @@ pub struct Claimed {
     pub input: RunAgentInput,
     /// `forwardedProps.runtime_mode` as accepted.
     pub mode: Option<RuntimeMode>,
-    /// `forwardedProps.client_time` as accepted.
-    pub client_time: Option<ClientTime>,
+    /// Its options as accepted.
+    pub options: RunOptions,
     /// What its agent reads besides its input, read in the claim's own
     /// transaction by a backend that can do that without another trip to
     /// the database (`None`: read it afterwards, see
@@ -150,7 +150,7 @@ impl Briefing {
 }
 
 /// A run as the API shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
     /// The task id.
     pub task_id: String,
@@ -166,6 +166,8 @@ pub struct RunRecord {
     pub error: Option<String>,
     /// Token usage (AG-UI `TokenUsage` JSON).
     pub usage: Option<String>,
+    /// Its options as accepted.
+    pub options: RunOptions,
     /// When it was accepted (ms since the epoch).
     pub created_at: i64,
     /// When it started.

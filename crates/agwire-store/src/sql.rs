@@ -225,7 +225,7 @@ pub(crate) const ADVANCE_JOB: &str = "UPDATE automation_jobs SET next_run_at = $
 /// A run's columns as `RunRecord` holds them, in its order.
 macro_rules! run_columns {
     () => {
-        "task_id, user_id, thread_id, run_id, status, error, usage, created_at, started_at, finished_at"
+        "task_id, user_id, thread_id, run_id, status, error, usage, created_at, started_at, finished_at, options"
     };
 }
 
@@ -295,6 +295,10 @@ macro_rules! shared_run_reads {
                 created_at: row.try_get("created_at")?,
                 started_at: row.try_get("started_at")?,
                 finished_at: row.try_get("finished_at")?,
+                options: crate::rules::stored_options(
+                    row.try_get("task_id")?,
+                    row.try_get("options")?,
+                ),
             })
         }
 

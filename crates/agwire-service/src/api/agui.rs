@@ -14,7 +14,7 @@ use super::error::Detail;
 use super::stream::accepted_stream;
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User};
 use crate::config::BusyThread;
-use crate::run::{Admission, RunRequest};
+use crate::run::{Admission, RunOptions, RunRequest};
 use crate::service::Service;
 
 /// Longest thread or run id `/api/v1/agui` takes (ids are opaque there).
@@ -125,7 +125,7 @@ pub(super) async fn post_agui(
         user,
         input,
         mode: None,
-        client_time: None,
+        options: RunOptions::default(),
         admission: Admission {
             enqueue: service.options.busy_thread == BusyThread::Enqueue,
             whole_history: true,

@@ -193,7 +193,7 @@ pub(super) async fn post_run(
         user,
         input: run.input,
         mode: Some(run.runtime_mode),
-        client_time: run.client_time,
+        options: run.options,
         admission: Admission {
             enqueue: service.options.busy_thread == BusyThread::Enqueue,
             whole_history: false,

@@ -24,7 +24,7 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
 use super::ApiError;
-use crate::run::{ClientTime, ClientTimeField, RuntimeMode};
+use crate::run::{ClientTime, ClientTimeField, RunOptions, RuntimeMode};
 
 /// Largest accepted body: 256 KiB.
 pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
@@ -72,8 +72,8 @@ pub struct ValidRun {
     pub input: RunAgentInput,
     /// `forwardedProps.runtime_mode`.
     pub runtime_mode: RuntimeMode,
-    /// `forwardedProps.client_time`, when sent.
-    pub client_time: Option<ClientTime>,
+    /// The rest of `forwardedProps` (`client_time`, when sent).
+    pub options: RunOptions,
     /// The user message's attachment URLs, in order.
     pub attachment_urls: Vec<String>,
 }
@@ -202,7 +202,7 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, ApiError
     Ok(ValidRun {
         input,
         runtime_mode,
-        client_time,
+        options: RunOptions { client_time },
         attachment_urls,
     })
 }

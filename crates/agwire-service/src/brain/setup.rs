@@ -40,7 +40,7 @@ impl RunSetup {
             None => serde_json::Map::new(),
         };
         let clock = crate::clock::RunClock::resolve(
-            run.client_time.as_ref(),
+            run.options.client_time.as_ref(),
             settings.get("timezone").and_then(Value::as_str),
             jiff::Timestamp::now(),
         );

@@ -256,7 +256,7 @@ impl Engine {
                     input: &run.input,
                     request_hash: &fingerprint,
                     mode: run.mode,
-                    client_time: run.client_time.as_ref(),
+                    options: &run.options,
                     admission: run.admission,
                     now_ms: now_ms(),
                     start: start.as_ref(),

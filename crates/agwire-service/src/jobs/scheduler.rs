@@ -8,7 +8,7 @@ use super::schedule::Schedule;
 use super::tick_input;
 use crate::engine::Engine;
 use crate::error::{Error, StoreError};
-use crate::run::{Admission, RunRequest, RuntimeMode};
+use crate::run::{Admission, RunOptions, RunRequest, RuntimeMode};
 
 /// Due jobs started per scheduler pass.
 const BATCH: u32 = 100;
@@ -51,7 +51,7 @@ impl Scheduler {
                 user: job.user_id.clone(),
                 input,
                 mode: Some(RuntimeMode::Automation),
-                client_time: None,
+                options: RunOptions::default(),
                 admission,
             };
             let accepted = match self.engine.accept(request).await {

@@ -64,7 +64,7 @@ impl Call {
             "hash": run.request_hash,
             "input": run.input_json,
             "mode": run.mode,
-            "client_time": run.client_time,
+            "options": run.options,
             "enqueue": run.enqueue,
             "dedupe": run.dedupe,
             "ids": run.candidates.iter().map(|m| &m.id).collect::<Vec<_>>(),

@@ -1,10 +1,10 @@
 -- The run's hot writes as functions, as they are now: each is one
 -- statement, so one round trip and one commit, instead of a transaction of
 -- eight to twelve statements. The rules are those of the store traits
--- (crate agwire-service, src/store/mod.rs); the contract suite
--- (tests/store_contract.rs) holds these functions to them exactly as it
--- holds the SQLite backend (src/store/sqlite/write.rs), one test per rule
--- on both backends.
+-- (crate agwire-store, src/runs.rs and src/threads.rs); the contract suite
+-- (agwire-service's tests/store_contract.rs) holds these functions to them
+-- exactly as it holds the SQLite backend (src/sqlite/write.rs), one test
+-- per rule on both backends.
 --
 -- This file is the one place these functions are written. Every process
 -- applies it when it connects (after the migrations, which hold only the
@@ -29,7 +29,7 @@
 -- recorded with the thread (the user's own only).
 CREATE OR REPLACE FUNCTION agwire_accept(
     p_task TEXT, p_user TEXT, p_thread TEXT, p_run TEXT, p_hash TEXT, p_input TEXT,
-    p_mode TEXT, p_client_time TEXT, p_enqueue BOOLEAN, p_dedupe BOOLEAN,
+    p_mode TEXT, p_options TEXT, p_enqueue BOOLEAN, p_dedupe BOOLEAN,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_pending TEXT, p_now BIGINT,
     p_owner TEXT, p_lease_ms BIGINT, p_answers TEXT[], p_strict BOOLEAN,
     p_shown BOOLEAN[], p_title TEXT, p_attachments TEXT[]
@@ -110,11 +110,11 @@ BEGIN
     END IF;
     v_start := p_owner IS NOT NULL AND v_busy = 0;
     INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status,
-                      input, created_at, pending_messages, runtime_mode, client_time,
+                      input, created_at, pending_messages, runtime_mode, options,
                       started_at, owner, lease_until_ms)
     VALUES (p_task, p_user, p_thread, p_run, p_hash, v_created,
             CASE WHEN v_start THEN 'running' ELSE 'queued' END, p_input, p_now,
-            CASE WHEN v_busy > 0 THEN p_pending END, p_mode, p_client_time,
+            CASE WHEN v_busy > 0 THEN p_pending END, p_mode, p_options,
             CASE WHEN v_start THEN p_now END,
             CASE WHEN v_start THEN p_owner END,
             CASE WHEN v_start THEN (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT + p_lease_ms END);
@@ -150,7 +150,7 @@ BEGIN
         INTO outcome, task_id, created, waiting
         FROM agwire_accept(
             v_call ->> 'task', v_call ->> 'user', v_call ->> 'thread', v_call ->> 'run',
-            v_call ->> 'hash', v_call ->> 'input', v_call ->> 'mode', v_call ->> 'client_time',
+            v_call ->> 'hash', v_call ->> 'input', v_call ->> 'mode', v_call ->> 'options',
             (v_call ->> 'enqueue')::BOOLEAN, (v_call ->> 'dedupe')::BOOLEAN,
             ARRAY(SELECT jsonb_array_elements_text(v_call -> 'ids')),
             ARRAY(SELECT jsonb_array_elements_text(v_call -> 'roles')),

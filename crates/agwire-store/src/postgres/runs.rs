@@ -157,7 +157,7 @@ async fn claim(
                          lease_until_ms = {DB_NOW_MS} + $4 FROM picked \
          WHERE runs.task_id = picked.task_id \
          RETURNING runs.position, runs.task_id, runs.user_id, runs.thread_id, runs.run_id, runs.input, \
-                   runs.pending_messages, runs.runtime_mode, runs.client_time"
+                   runs.pending_messages, runs.runtime_mode, runs.options"
     )))
     .bind(now_ms)
     .bind(i64::from(limit))
@@ -181,7 +181,7 @@ async fn claim(
         }
         let input: String = row.try_get("input")?;
         let mode: Option<String> = row.try_get("runtime_mode")?;
-        let client_time: Option<String> = row.try_get("client_time")?;
+        let options: Option<String> = row.try_get("options")?;
         picked.push((
             row.try_get("position")?,
             rules::claimed(
@@ -189,7 +189,7 @@ async fn claim(
                 row.try_get("user_id")?,
                 &input,
                 mode.as_deref(),
-                client_time.as_deref(),
+                options.as_deref(),
             )?,
         ));
     }
@@ -228,7 +228,7 @@ pub(super) async fn accept_alone(
         .bind(&run.request_hash)
         .bind(&run.input_json)
         .bind(run.mode)
-        .bind(run.client_time.as_deref())
+        .bind(run.options.as_deref())
         .bind(run.enqueue)
         .bind(run.dedupe)
         .bind(&ids)

@@ -213,5 +213,9 @@ fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<RunRecord, Error>>
         created_at: row.get(7)?,
         started_at: row.get(8)?,
         finished_at: row.get(9)?,
+        options: crate::rules::stored_options(
+            &row.get::<_, String>(0)?,
+            row.get::<_, Option<String>>(10)?.as_deref(),
+        ),
     }))
 }

@@ -145,7 +145,7 @@ impl Accept {
         let task_id = self.task_id;
         tx.prepare_cached(
             "INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, \
-             input, created_at, pending_messages, runtime_mode, client_time, started_at) \
+             input, created_at, pending_messages, runtime_mode, options, started_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?
         .execute(params![
@@ -160,7 +160,7 @@ impl Accept {
             self.now_ms,
             pending.as_deref(),
             self.mode,
-            self.client_time,
+            self.options,
             started.as_ref().map(|_| self.now_ms),
         ])?;
         if !created {
@@ -470,7 +470,7 @@ pub(super) fn claim(
            AND q.rowid = (SELECT MIN(o.rowid) FROM runs o \
                           WHERE o.thread_id = q.thread_id AND o.status IN ('queued', 'running')) \
            ORDER BY q.rowid LIMIT ?2) \
-         RETURNING task_id, user_id, thread_id, run_id, input, pending_messages, runtime_mode, client_time",
+         RETURNING task_id, user_id, thread_id, run_id, input, pending_messages, runtime_mode, options",
     )?;
     type Row = (
         String,
@@ -497,7 +497,7 @@ pub(super) fn claim(
         })?
         .collect::<Result<_, _>>()?;
     let mut claimed = Vec::with_capacity(rows.len());
-    for (task_id, user_id, thread_id, run_id, input, pending, mode, client_time) in rows {
+    for (task_id, user_id, thread_id, run_id, input, pending, mode, options) in rows {
         if let Some(pending) = pending {
             flush_pending(tx, &task_id, (&thread_id, &run_id), &pending, now_ms)?;
         }
@@ -507,7 +507,7 @@ pub(super) fn claim(
             user_id,
             &input,
             mode.as_deref(),
-            client_time.as_deref(),
+            options.as_deref(),
         )?;
         run.briefing = Some(briefing);
         claimed.push(run);
