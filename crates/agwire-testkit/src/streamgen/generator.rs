@@ -7,8 +7,8 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use serde_json::{Value, json};
 
-use super::consumer::Msg;
 use super::faults::SpecFault;
+use super::message::Msg;
 use super::mirror::{Mirror, Pending};
 use super::schema::Kind;
 use super::templates::{ZOD_MARKER, classify_ts_error, template};

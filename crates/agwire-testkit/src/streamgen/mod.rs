@@ -66,6 +66,7 @@ mod chunks;
 mod consumer;
 mod entities;
 mod generator;
+mod message;
 mod patch;
 mod random;
 mod runs;

@@ -4,9 +4,9 @@
 use rand::seq::IndexedRandom;
 use serde_json::{Value, json};
 
-use super::consumer::Msg;
 use super::faults::SpecFault;
 use super::generator::Gen;
+use super::message::Msg;
 use super::wire::E;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::consumer::Msg;
 use super::generator::Gen;
+use super::message::Msg;
 use super::schema::Kind;
 use super::vocabulary::ACTIVITY_TYPES;
 use super::wire::E;
