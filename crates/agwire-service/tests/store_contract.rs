@@ -150,8 +150,8 @@ async fn texts(store: &dyn Store, thread: &str) -> Vec<String> {
 }
 
 // The accept rules, one test each. SQLite writes them in Rust
-// (src/store/sqlite/write.rs), PostgreSQL in PL/pgSQL
-// (src/store/postgres/functions.sql, `agwire_accept`): each test holds both
+// (agwire-store's src/sqlite/write.rs), PostgreSQL in PL/pgSQL
+// (src/postgres/functions.sql, `agwire_accept`): each test holds both
 // to the same rule.
 
 #[tokio::test]
