@@ -22,9 +22,6 @@ pub enum Error {
     /// The service is shutting down.
     #[error("shutting down")]
     ShuttingDown,
-    /// The attachments' bucket failed (unreachable, refused, …).
-    #[error("attachment bucket: {0}")]
-    Bucket(String),
     /// The configuration is invalid.
     #[error("configuration: {0}")]
     Config(String),
@@ -65,6 +62,6 @@ pub enum Error {
 
 impl From<object_store::Error> for Error {
     fn from(error: object_store::Error) -> Self {
-        Self::Bucket(error.to_string())
+        Self::Store(StoreError::Blobs(error.to_string()))
     }
 }

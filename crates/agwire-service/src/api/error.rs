@@ -113,7 +113,7 @@ impl From<Error> for ApiError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is shutting down; retry shortly",
             ),
-            Error::Bucket(why) | Error::Store(StoreError::Blobs(why)) => {
+            Error::Store(StoreError::Blobs(why)) => {
                 // The cause (an address, a key id) is for the operator.
                 tracing::error!(%why, "attachment bucket failed");
                 Self::new(

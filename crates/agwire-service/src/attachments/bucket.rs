@@ -71,7 +71,7 @@ impl agwire_store::Blobs for Bucket {
 /// The bucket's failure, as the store's.
 fn blobs_error(error: Error) -> agwire_store::Error {
     match error {
-        Error::Bucket(why) => agwire_store::Error::Blobs(why),
+        Error::Store(error) => error,
         other => agwire_store::Error::Blobs(other.to_string()),
     }
 }
@@ -215,7 +215,7 @@ impl Bucket {
         writer
             .shutdown()
             .await
-            .map_err(|e| UploadError::Bucket(Error::Bucket(e.to_string())))?;
+            .map_err(|e| UploadError::Bucket(agwire_store::Error::Blobs(e.to_string()).into()))?;
         Ok(size)
     }
 

@@ -386,9 +386,10 @@ pub async fn copy_to_bucket(
             bucket.put(&id, &record.mime_type, bytes).await?;
             let back = bucket.bytes(&id).await?.unwrap_or_default();
             if Sha256::digest(&back) != want {
-                return Err(crate::Error::Bucket(format!(
+                return Err(crate::StoreError::Blobs(format!(
                     "attachment {id}: the copy read back from the bucket differs from the original (sha256)"
-                )));
+                ))
+                .into());
             }
             store.moved_to_bucket(&id).await?;
             copied.moved += 1;

@@ -45,7 +45,7 @@ impl Engine {
                 let (message, code) = match error {
                     // The images the user sent are in a bucket it could not
                     // read: said, not answered without them.
-                    crate::Error::Bucket(_) => (
+                    crate::Error::Store(crate::StoreError::Blobs(_)) => (
                         "the run's images could not be read: attachment storage is unavailable",
                         "attachment_storage_unavailable",
                     ),
