@@ -129,7 +129,7 @@ impl Engine {
     /// its active runs are cancelled and waited for first, so their
     /// followers see them end before the thread goes. A run accepted on it
     /// meanwhile is cancelled in turn (a few rounds, then
-    /// [`Error::ThreadBusy`]).
+    /// [`StoreError::ThreadBusy`]).
     pub async fn delete_thread(&self, user: &str, thread_id: &str) -> Result<DeletedThread, Error> {
         if self.store.thread_owner(thread_id).await?.as_deref() != Some(user) {
             return Err(StoreError::ThreadNotFound.into());

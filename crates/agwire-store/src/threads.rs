@@ -67,7 +67,7 @@ pub struct DeletedThread {
     pub attachments: Vec<String>,
 }
 
-/// Threads and their messages (written by [`RunStore`]: accepting, claiming
+/// Threads and their messages (written by [`RunStore`](crate::RunStore): accepting, claiming
 /// and ending runs).
 #[async_trait]
 pub trait ThreadStore: Send + Sync {
@@ -96,7 +96,7 @@ pub trait ThreadStore: Send + Sync {
     /// The frontend tool calls of a thread still waiting for an answer,
     /// oldest first. A call is pending from the end of the run that made it
     /// until the next turn accepted on its thread, which answers it or goes
-    /// on without it (see [`RunStore::accept_run`]).
+    /// on without it (see [`RunStore::accept_run`](crate::RunStore::accept_run)).
     async fn pending_tool_calls(&self, thread_id: &str) -> Result<Vec<PendingToolCall>, Error>;
 
     /// Deletes `user`'s thread with everything of it — runs, event logs,
@@ -141,6 +141,6 @@ pub trait ThreadStore: Send + Sync {
     ) -> Result<Vec<StoredMessage>, Error>;
 
     /// The bodies (AG-UI message JSON) of a thread's latest `limit` messages
-    /// of [`HISTORY_ROLES`], oldest first: what a run's agent is given.
+    /// of [`HISTORY_ROLES`](crate::HISTORY_ROLES), oldest first: what a run's agent is given.
     async fn recent_messages(&self, thread_id: &str, limit: u32) -> Result<Vec<String>, Error>;
 }

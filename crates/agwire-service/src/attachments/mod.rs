@@ -89,7 +89,8 @@ impl Attachments {
     }
 
     /// New attachments go to `bucket`, and their URLs are its presigned
-    /// URLs (the same bucket as the store's: [`crate::store::AttachmentStore::bucket`]).
+    /// URLs (the same bucket the store reads them from, as its
+    /// [`crate::store::Blobs`]).
     #[must_use]
     pub fn with_bucket(mut self, bucket: Arc<Bucket>) -> Self {
         self.bucket = Some(bucket);
