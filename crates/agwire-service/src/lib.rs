@@ -5,6 +5,7 @@ mod assemble;
 pub mod attachments;
 pub mod auth;
 pub mod brain;
+mod capabilities;
 mod clock;
 pub mod config;
 pub mod engine;

@@ -7,6 +7,7 @@ mod common;
 
 mod api_property;
 mod bucket;
+mod capabilities;
 mod from_config;
 mod hardening;
 mod jobs;

@@ -432,6 +432,7 @@ async fn openapi_describes_exactly_the_routes_the_router_answers() {
         ("GET", "/metrics"),
         ("GET", "/openapi.json"),
         ("POST", "/api/v1/agui"),
+        ("GET", "/api/v1/agui/capabilities"),
         ("POST", "/api/v1/agent/runs"),
         ("GET", "/api/v1/agent/runs/{runId}"),
         ("GET", "/api/v1/agent/runs/{runId}/events"),

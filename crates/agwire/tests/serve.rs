@@ -736,6 +736,10 @@ async fn agwire_check_passes_the_standard_endpoint() {
     let output = output_within(
         Command::new(env!("CARGO_BIN_EXE_agwire"))
             .args(["check", &format!("{}/api/v1/agui", server.base)])
+            .args([
+                "--capabilities",
+                &format!("{}/api/v1/agui/capabilities", server.base),
+            ])
             .args(["--timeout", "20", "--junit"])
             .arg(&junit),
         Duration::from_secs(120),
@@ -755,6 +759,7 @@ async fn agwire_check_passes_the_standard_endpoint() {
         "bad-input",
         "negotiation",
         "resume",
+        "capabilities",
     ] {
         let line = table
             .lines()

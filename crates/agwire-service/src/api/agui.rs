@@ -134,3 +134,18 @@ pub(super) async fn post_agui(
     let accepted = service.engine.accept_following(request).await?;
     accepted_stream(&service, accepted, &headers, format)
 }
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/agui/capabilities",
+    operation_id = "aguiCapabilities",
+    summary = "The agent's AG-UI capabilities",
+    description = "An AG-UI 1.1 `AgentCapabilities` document for the agent behind `/api/v1/agui` and `/api/v1/agent/runs`: the transport (SSE and protobuf streams, resumable from `Last-Event-ID`), frontend tools and approvals, image input when attachments are enabled, and what the configured agents declare (the pipeline's backend tools with their argument schemas, its agents under `custom`). AG-UI leaves where the document is published to the server; `agwire check --capabilities <this URL>` judges it.",
+    responses((status = 200, description = "`AgentCapabilities`", body = Object))
+)]
+pub(super) async fn capabilities(
+    State(service): State<Service>,
+    User(_user): User,
+) -> axum::Json<agwire_core::AgentCapabilities> {
+    axum::Json(crate::capabilities::document(&service))
+}

@@ -119,6 +119,7 @@ impl Service {
             .routes(agui_body(routes!(agui::post_agui)))
             .routes(run_body(routes!(runs::post_run)))
             .routes(upload_body(routes!(attachments::upload)))
+            .routes(small(routes!(agui::capabilities)))
             .routes(small(routes!(ops::health)))
             .routes(small(routes!(ops::metrics)))
             .routes(small(routes!(ops::openapi)))

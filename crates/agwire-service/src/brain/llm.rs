@@ -67,6 +67,52 @@ impl Brain for LlmBrain {
         (self.worker.name() == "scripted").then(|| SCRIPTED_NOTE.to_owned())
     }
 
+    /// The catalogue's backend tools (each once, with its arguments'
+    /// schema), its agents (the router picks one per run: said in
+    /// `custom`, not as AG-UI subagents, which would promise `SUBAGENT_*`
+    /// events) and the worker's rounds.
+    fn capabilities(&self, catalogue: &RuntimeConfig) -> agwire_core::AgentCapabilities {
+        use agwire_core::capabilities::{ExecutionCapabilities, ToolsCapabilities};
+        let mut enabled: Vec<String> = Vec::new();
+        for tool in catalogue.agents.iter().flat_map(|a| &a.enabled_tools) {
+            if !enabled.contains(tool) {
+                enabled.push(tool.clone());
+            }
+        }
+        let items = self
+            .tools
+            .specs(&enabled)
+            .into_iter()
+            .map(|spec| agwire_core::Tool {
+                name: spec.name.to_owned(),
+                description: spec.description.to_owned(),
+                parameters: Some(spec.parameters.clone()),
+                metadata: None,
+            })
+            .collect();
+        let agents: Vec<Value> = catalogue
+            .agents
+            .iter()
+            .map(|a| json!({"name": a.name, "description": a.description}))
+            .collect();
+        let mut custom = serde_json::Map::new();
+        custom.insert("agents".to_owned(), Value::Array(agents));
+        custom.insert("defaultAgent".to_owned(), json!(catalogue.default_agent));
+        agwire_core::AgentCapabilities {
+            tools: Some(ToolsCapabilities {
+                supported: Some(true),
+                items: Some(items),
+                ..ToolsCapabilities::default()
+            }),
+            execution: Some(ExecutionCapabilities {
+                max_iterations: Some(MAX_ROUNDS as u64),
+                ..ExecutionCapabilities::default()
+            }),
+            custom: Some(custom),
+            ..agwire_core::AgentCapabilities::default()
+        }
+    }
+
     fn describe(&self) -> String {
         if self.router.name() == self.worker.name() {
             self.worker.name().to_owned()

@@ -13,7 +13,7 @@ pub mod ui_schema;
 
 use std::sync::Arc;
 
-use agwire_core::Message;
+use agwire_core::{AgentCapabilities, Message};
 use agwire_server::DynAgent;
 
 use crate::brain::agents::RuntimeConfig;
@@ -52,6 +52,13 @@ pub trait Brain: Send + Sync + std::fmt::Debug {
     /// What an operator should know about it (`/healthz`), if anything.
     fn note(&self) -> Option<String> {
         None
+    }
+    /// What the agents it builds can do, as AG-UI's capabilities document
+    /// declares it, given the chat catalogue (the service adds what it does
+    /// for every agent: `crate::capabilities`). By default nothing: a fixed
+    /// agent declares no tools or agents of its own.
+    fn capabilities(&self, _catalogue: &RuntimeConfig) -> AgentCapabilities {
+        AgentCapabilities::default()
     }
 }
 
