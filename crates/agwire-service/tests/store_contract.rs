@@ -2768,8 +2768,32 @@ async fn rows_stored_by_the_previous_schema_read_as_before_on_postgres() {
                 .await
                 .unwrap();
         }
+        // What the previous binary's functions.sql left in place: its
+        // `agwire_accept`, whose argument `p_client_time` is now
+        // `p_options` (`CREATE OR REPLACE` cannot rename an argument, so a
+        // migration must drop it first, or connecting fails). Its body does
+        // not matter: only its signature.
+        sqlx::raw_sql(
+            "CREATE OR REPLACE FUNCTION agwire_accept(
+                p_task TEXT, p_user TEXT, p_thread TEXT, p_run TEXT, p_hash TEXT, p_input TEXT,
+                p_mode TEXT, p_client_time TEXT, p_enqueue BOOLEAN, p_dedupe BOOLEAN,
+                p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_pending TEXT, p_now BIGINT,
+                p_owner TEXT, p_lease_ms BIGINT, p_answers TEXT[], p_strict BOOLEAN,
+                p_shown BOOLEAN[], p_title TEXT, p_attachments TEXT[]
+            ) RETURNS TABLE (outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN)
+            LANGUAGE sql AS 'SELECT NULL::TEXT, NULL::TEXT, NULL::BOOLEAN, NULL::BOOLEAN'",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
         pool.close().await;
     }
     let store = PgStore::connect(&database.url).await.unwrap();
     check_upgraded("postgres", &store).await;
+    // The functions in place are this binary's: a run is accepted.
+    let t = thread();
+    store
+        .accept_run(new_run("alice", &input(&t, "after-upgrade", "hi"), "h"))
+        .await
+        .unwrap();
 }
