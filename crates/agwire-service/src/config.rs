@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::Error;
+use crate::run::MultitaskStrategy;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -292,23 +293,15 @@ fn is_origin(text: &str) -> bool {
     })
 }
 
-/// What a run posted to a thread that already has an active run gets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BusyThread {
-    /// 409: the client waits or cancels (the agent-run API's one active run per thread).
-    #[default]
-    Reject,
-    /// 202: the run waits behind the active one and starts when it ends.
-    Enqueue,
-}
-
 /// `[runs]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunsConfig {
-    /// Second run on a busy thread.
-    pub busy_thread: BusyThread,
+    /// What a run posted to a thread that already has an active run gets,
+    /// unless its request says (`?multitask_strategy=`): `reject` (409, the
+    /// agent-run API's one active run per thread), `enqueue`, `interrupt` or
+    /// `rollback`.
+    pub busy_thread: MultitaskStrategy,
     /// Body limit of `POST /api/v1/agui` (full histories are larger than
     /// the agent-run API's single turn, whose 256 KiB limit is fixed by the contract).
     pub agui_max_payload_bytes: usize,
@@ -320,7 +313,7 @@ pub struct RunsConfig {
 impl Default for RunsConfig {
     fn default() -> Self {
         Self {
-            busy_thread: BusyThread::Reject,
+            busy_thread: MultitaskStrategy::Reject,
             agui_max_payload_bytes: 1024 * 1024,
             max_concurrent: 256,
         }
@@ -507,7 +500,7 @@ mod tests {
         let config = Config::parse("").unwrap();
         assert_eq!(config.addr.to_string(), "127.0.0.1:8080");
         assert_eq!(config.data_dir, PathBuf::from("./agwire-data"));
-        assert_eq!(config.runs.busy_thread, BusyThread::Reject);
+        assert_eq!(config.runs.busy_thread, MultitaskStrategy::Reject);
     }
 
     #[test]
@@ -534,7 +527,7 @@ token_delay_ms = 5
 "#,
         )
         .unwrap();
-        assert_eq!(config.runs.busy_thread, BusyThread::Enqueue);
+        assert_eq!(config.runs.busy_thread, MultitaskStrategy::Enqueue);
         assert_eq!(config.attachments.max_bytes, 100);
         assert_eq!(config.auth.audience.as_deref(), Some("authenticated"));
         assert!(config.metrics.public);

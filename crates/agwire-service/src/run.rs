@@ -8,7 +8,7 @@
 use agwire_core::RunAgentInput;
 
 pub use agwire_store::{
-    Admission, ClientTime, ClientTimeField, RunOptions, RunStatus, RuntimeMode,
+    Admission, ClientTime, ClientTimeField, MultitaskStrategy, RunOptions, RunStatus, RuntimeMode,
 };
 
 /// A validated run, ready to be accepted: who asks, what, and what

@@ -11,9 +11,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::attachments::Attachments;
 use crate::auth::Auth;
-use crate::config::{BusyThread, Config};
+use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::run::MultitaskStrategy;
 use crate::store::Store;
 
 /// The service: the run engine behind the HTTP API, with the API's own
@@ -47,7 +48,7 @@ pub(crate) struct Background {
 /// The settings the HTTP layer reads on every request.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
-    pub(crate) busy_thread: BusyThread,
+    pub(crate) busy_thread: MultitaskStrategy,
     pub(crate) agui_max_payload_bytes: usize,
     pub(crate) public_url: Option<String>,
     pub(crate) metrics_public: bool,

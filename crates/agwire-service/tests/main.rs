@@ -13,6 +13,7 @@ mod hardening;
 mod jobs;
 mod jwks;
 mod local_model;
+mod multitask;
 mod pipeline;
 mod runs;
 mod service;

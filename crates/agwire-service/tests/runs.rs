@@ -11,14 +11,14 @@ use std::time::Duration;
 use agwire_client::core::pipeline::Pipeline;
 use agwire_client::core::{Event, RunAgentInput, RunFinishedOutcome};
 use agwire_service::auth::{Auth, sign_jwt};
-use agwire_service::config::BusyThread;
+use agwire_service::run::MultitaskStrategy;
 use agwire_service::{BuiltinAgent, Config};
 use common::{body, events, get_json, post, said, start, status, wait_status};
 use serde_json::{Value, json};
 
 fn enqueue() -> Config {
     let mut config = Config::default();
-    config.runs.busy_thread = BusyThread::Enqueue;
+    config.runs.busy_thread = MultitaskStrategy::Enqueue;
     config
 }
 

@@ -4,13 +4,15 @@
 //! file before it is used.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // helpers outside #[test] fns; skips are announced
 
+mod multitask;
+
 use std::sync::{Arc, Mutex};
 
 use agwire_core::{
     BaseEvent, Event, Message, RunAgentInput, RunErrorEvent, RunFinishedEvent,
     TextMessageContentEvent,
 };
-use agwire_service::run::{Admission, RunOptions, RunStatus};
+use agwire_service::run::{Admission, MultitaskStrategy, RunOptions, RunStatus};
 use agwire_service::store::Error;
 use agwire_service::store::{
     AttachmentStore, CalendarEvent, Claimed, Ending, JobRecord, NewRun, OnClaim, PgStore, RunStore,
@@ -67,7 +69,7 @@ fn new_run<'a>(user: &'a str, input: &'a RunAgentInput, hash: &'a str) -> NewRun
 fn queued_behind<'a>(user: &'a str, input: &'a RunAgentInput, hash: &'a str) -> NewRun<'a> {
     NewRun {
         admission: Admission {
-            enqueue: true,
+            strategy: MultitaskStrategy::Enqueue,
             whole_history: false,
         },
         ..new_run(user, input, hash)
@@ -485,7 +487,7 @@ async fn a_run_that_creates_its_thread_starts_with_the_history_read_back() {
             .accept_run(NewRun {
                 start: Some(&start),
                 admission: Admission {
-                    enqueue: false,
+                    strategy: MultitaskStrategy::Reject,
                     whole_history: true,
                 },
                 ..new_run("alice", &whole, "w")
@@ -1102,6 +1104,7 @@ mod sqlite {
             // (Undo what later migrations added.)
             "ALTER TABLE runs DROP COLUMN runtime_mode".to_owned(),
             "ALTER TABLE runs DROP COLUMN options".to_owned(),
+            "ALTER TABLE runs DROP COLUMN stop_requested".to_owned(),
             "DROP TABLE tool_calls".to_owned(),
             "DROP INDEX jobs_by_thread".to_owned(),
             "DROP INDEX threads_by_user_activity".to_owned(),
@@ -2556,7 +2559,7 @@ async fn a_thread_is_named_when_its_first_user_message_is_stored() {
         }))
         .unwrap();
         let whole = Admission {
-            enqueue: false,
+            strategy: MultitaskStrategy::Reject,
             whole_history: true,
         };
         let first = store
@@ -2782,6 +2785,17 @@ async fn rows_stored_by_the_previous_schema_read_as_before_on_postgres() {
                 p_shown BOOLEAN[], p_title TEXT, p_attachments TEXT[]
             ) RETURNS TABLE (outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN)
             LANGUAGE sql AS 'SELECT NULL::TEXT, NULL::TEXT, NULL::BOOLEAN, NULL::BOOLEAN'",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        // And its `agwire_accept_many`, which answered no `stopped` column
+        // (a function's result cannot change in place either: migration
+        // 0011 drops it).
+        sqlx::raw_sql(
+            "CREATE OR REPLACE FUNCTION agwire_accept_many(p_calls JSONB, p_lease_ms BIGINT)
+            RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN)
+            LANGUAGE sql AS 'SELECT NULL::INT, NULL::TEXT, NULL::TEXT, NULL::BOOLEAN, NULL::BOOLEAN'",
         )
         .execute(&pool)
         .await

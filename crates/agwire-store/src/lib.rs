@@ -27,10 +27,12 @@ pub use profiles::ProfileStore;
 pub use rules::{
     DERIVED_TITLE_CHARS, REFERENCE_PREFIX, derived_title, image_references, is_attachment_id, shown,
 };
-pub use run::{Admission, ClientTime, ClientTimeField, RunOptions, RunStatus, RuntimeMode};
+pub use run::{
+    Admission, ClientTime, ClientTimeField, MultitaskStrategy, RunOptions, RunStatus, RuntimeMode,
+};
 pub use runs::{
     Accepted, Briefing, Change, Claimed, Ending, HISTORY_ROLES, HISTORY_WINDOW, NewRun, OnClaim,
-    RunRecord, RunStore, StartHere, run_started,
+    RunRecord, RunStore, StartHere, Stopped, cancelled_log, run_started,
 };
 pub use sqlite::SqliteStore;
 pub use threads::{DeletedThread, PendingToolCall, StoredMessage, ThreadRecord, ThreadStore};

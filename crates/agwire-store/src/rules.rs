@@ -123,7 +123,8 @@ pub(crate) struct Accept {
     pub(crate) mode: Option<&'static str>,
     /// [`crate::RunOptions::to_stored`].
     pub(crate) options: Option<String>,
-    pub(crate) enqueue: bool,
+    /// What to do when the thread has an active run.
+    pub(crate) strategy: crate::MultitaskStrategy,
     pub(crate) dedupe: bool,
     /// The `toolCallId`s the turn's tool messages answer (see
     /// [`crate::RunStore::accept_run`]).
@@ -194,7 +195,7 @@ impl Accept {
             input_json: serde_json::to_string(input)?,
             mode: run.mode.map(crate::run::RuntimeMode::as_str),
             options: run.options.to_stored()?,
-            enqueue: run.admission.enqueue,
+            strategy: run.admission.strategy,
             dedupe,
             answers,
             strict_answers: !run.admission.whole_history,

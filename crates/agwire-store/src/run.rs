@@ -76,12 +76,65 @@ impl FromStr for RunStatus {
     }
 }
 
+/// What an accept does when its thread already has an active run — LangGraph
+/// Platform's `multitask_strategy` ("double texting"), with its four
+/// answers.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum MultitaskStrategy {
+    /// Refuse the new run ([`Error::ThreadBusy`]).
+    #[default]
+    Reject,
+    /// Accept it as waiting: it starts when the thread's active runs end.
+    Enqueue,
+    /// Cancel the thread's active runs — a waiting one ends at once, a
+    /// running one is asked to stop and ends as cancelled with what it
+    /// said — and start the new run when they have ended.
+    Interrupt,
+    /// As `Interrupt`, and remove from the thread everything the cancelled
+    /// runs added to it (their messages; the tool calls they answered are
+    /// pending again), so the thread reads as before them.
+    Rollback,
+}
+
+impl MultitaskStrategy {
+    /// Every strategy.
+    pub const ALL: [Self; 4] = [Self::Reject, Self::Enqueue, Self::Interrupt, Self::Rollback];
+
+    /// Its name on the wire, in the configuration and in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reject => "reject",
+            Self::Enqueue => "enqueue",
+            Self::Interrupt => "interrupt",
+            Self::Rollback => "rollback",
+        }
+    }
+
+    /// The strategy with this name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Whether an accept with it stops the thread's active runs.
+    pub fn stops_active_runs(self) -> bool {
+        matches!(self, Self::Interrupt | Self::Rollback)
+    }
+}
+
+impl fmt::Display for MultitaskStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a run is admitted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Admission {
-    /// A thread with an active run takes the new one as queued instead of
-    /// refusing it.
-    pub enqueue: bool,
+    /// What to do when its thread already has an active run.
+    pub strategy: MultitaskStrategy,
     /// The request carries the whole conversation (a standard AG-UI client):
     /// its messages not yet in the thread are appended, in order. Otherwise
     /// (the agent-run API) its one user message — with the tool messages answering the

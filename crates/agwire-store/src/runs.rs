@@ -8,6 +8,8 @@ use async_trait::async_trait;
 
 use crate::Store;
 use crate::error::Error;
+#[cfg(doc)]
+use crate::run::MultitaskStrategy;
 use crate::run::{Admission, RunOptions, RunStatus, RuntimeMode};
 
 /// A validated run to accept.
@@ -70,6 +72,24 @@ pub struct Accepted {
     /// The run, taken for execution by the caller in the same write (asked
     /// for with [`NewRun::start`], when its thread was idle).
     pub started: Option<Claimed>,
+    /// The thread's active runs this accept stopped (its strategy was
+    /// [`MultitaskStrategy::Interrupt`] or [`MultitaskStrategy::Rollback`]),
+    /// oldest first.
+    pub stopped: Vec<Stopped>,
+}
+
+/// An active run an accept stopped to make way for its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    /// The task id.
+    pub task_id: String,
+    /// Its client run id.
+    pub run_id: String,
+    /// It was waiting and ended in the accept's write: its whole log is
+    /// [`cancelled_log`], numbered from this. `None`: it was running, and
+    /// is asked to stop (kept with the run, so whichever process executes it
+    /// hears it even if the word is lost); it ends as cancelled.
+    pub ended: Option<u64>,
 }
 
 /// A run taken for execution by [`RunStore::claim_runnable`]: everything the
@@ -209,6 +229,22 @@ pub fn run_started(thread_id: &str, run_id: &str) -> Event {
     })
 }
 
+/// The whole log of a run cancelled before it started: `RUN_STARTED`, then
+/// `RUN_FINISHED` with outcome `cancelled` (a valid AG-UI run).
+pub fn cancelled_log(thread_id: &str, run_id: &str) -> [Event; 2] {
+    [
+        run_started(thread_id, run_id),
+        Event::RunFinished(agwire_core::RunFinishedEvent {
+            thread_id: thread_id.to_owned(),
+            run_id: run_id.to_owned(),
+            result: None,
+            outcome: Some(agwire_core::RunFinishedOutcome::Cancelled),
+            usage: None,
+            base: BaseEvent::default(),
+        }),
+    ]
+}
+
 /// Called with a claimed run's task id (before the claim commits, or after
 /// its commit failed).
 pub type OnClaim = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
@@ -222,20 +258,29 @@ pub trait RunStore: Send + Sync {
     /// request hash answers the original acceptance again (`replayed`,
     /// nothing stored); with another hash or thread it is
     /// [`Error::RunIdReused`]; a thread of another user is
-    /// [`Error::ThreadNotFound`]; a thread with an active run is
-    /// [`Error::ThreadBusy`] — or, with `admission.enqueue`, the run is
-    /// accepted as waiting and its messages are kept aside until it is
-    /// claimed, so a thread reads in the order its turns ran; on the
-    /// agent-run API (not `whole_history`) a tool message answering a call
-    /// the thread does not hold pending is [`Error::ToolCallNotPending`],
-    /// [`Error::ToolCallAnswered`] or [`Error::ToolCallClosed`]. An accepted
-    /// run closes every pending tool call of its thread, as answered (by
-    /// one of its tool messages) or gone past. Two accepts racing on one
-    /// idle thread never both find it
-    /// idle. With `run.start`, a run that can start at once (not waiting) is
-    /// also taken for execution in the same write — `running`, exactly as
-    /// [`RunStore::claim_runnable`] would leave it — and returned in
-    /// `started`; `start.register` sees its task id before the commit.
+    /// [`Error::ThreadNotFound`]; on a thread with an active run,
+    /// `admission.strategy` decides: [`MultitaskStrategy::Reject`] is
+    /// [`Error::ThreadBusy`]; [`MultitaskStrategy::Enqueue`] accepts the run
+    /// as waiting, its messages kept aside until it is claimed, so a thread
+    /// reads in the order its turns ran; [`MultitaskStrategy::Interrupt`]
+    /// stops every active run of the thread in the same write (a waiting one
+    /// ends cancelled, with [`cancelled_log`]; a running one is marked to
+    /// stop, and the new run waits for it) and lists them in
+    /// [`Accepted::stopped`]; [`MultitaskStrategy::Rollback`] does the same
+    /// and removes the stopped runs' messages from the thread, reopens the
+    /// tool calls they had closed, and keeps out whatever a stopped running
+    /// run would add when it ends. On the agent-run API (not
+    /// `whole_history`) a tool message answering a call the thread does not
+    /// hold pending (a rollback reopening counted) is
+    /// [`Error::ToolCallNotPending`], [`Error::ToolCallAnswered`] or
+    /// [`Error::ToolCallClosed`]; every refusal comes before anything is
+    /// written. An accepted run closes every pending tool call of its
+    /// thread, as answered (by one of its tool messages) or gone past. Two
+    /// accepts racing on one thread take their turns: the second sees what
+    /// the first did. With `run.start`, a run that can start at once (not
+    /// waiting) is also taken for execution in the same write — `running`,
+    /// exactly as [`RunStore::claim_runnable`] would leave it — and returned
+    /// in `started`; `start.register` sees its task id before the commit.
     async fn accept_run(&self, run: NewRun<'_>) -> Result<Accepted, Error>;
 
     /// Takes up to `limit` runs for execution (`queued` → `running`), each the
@@ -266,7 +311,9 @@ pub trait RunStore: Send + Sync {
     /// assistant message); its remaining [`Ending::events`] appended to its
     /// log (a running run's only, as [`RunStore::append_events`]);
     /// `RUN_STARTED` first if its log is still empty; then its terminal
-    /// event. A crash leaves all of it or none. Returns the terminal event's
+    /// event. A run an accept marked to stop with
+    /// [`MultitaskStrategy::Rollback`] adds nothing to its thread (its log
+    /// still ends as given). A crash leaves all of it or none. Returns the terminal event's
     /// number (the remaining events are numbered just before it), or `None`
     /// when the run had already ended (nothing is written: a final state
     /// never changes).
@@ -325,7 +372,9 @@ pub trait RunStore: Send + Sync {
     }
 
     /// Asks whichever process executes a running run to stop it (a
-    /// [`Change::CancelRequested`] to every process sharing the database).
+    /// [`Change::CancelRequested`] to every process sharing the database),
+    /// kept with the run: a process renewing its lease on a run asked to
+    /// stop hears it again, so a lost word only delays the stop.
     async fn request_cancel(&self, _task_id: &str) -> Result<(), Error> {
         Ok(())
     }

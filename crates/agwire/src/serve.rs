@@ -4,7 +4,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use agwire_service::config::{BusyThread, Config};
+use agwire_service::config::Config;
+use agwire_service::run::MultitaskStrategy;
 use agwire_service::{Service, Storage};
 
 /// Arguments of `agwire serve`. Each overrides the same setting of the
@@ -51,8 +52,9 @@ pub(crate) struct ServeArgs {
     /// Allow a non-loopback address although authentication is not configured.
     #[arg(long)]
     insecure_no_auth: bool,
-    /// A run posted to a thread with an active run: reject (409) or enqueue.
-    #[arg(long, env = "AGWIRE_BUSY_THREAD", value_parser = ["reject", "enqueue"])]
+    /// A run posted to a thread with an active run, unless its request says
+    /// (`?multitask_strategy=`): reject (409), enqueue, interrupt or rollback.
+    #[arg(long, env = "AGWIRE_BUSY_THREAD", value_parser = ["reject", "enqueue", "interrupt", "rollback"])]
     busy_thread: Option<String>,
     /// How long running runs may take to finish on shutdown [default: 10].
     #[arg(long, env = "AGWIRE_GRACE", value_name = "SECONDS")]
@@ -130,10 +132,12 @@ impl ServeArgs {
             config.auth.issuer = Some(issuer.clone());
         }
         config.insecure_no_auth |= self.insecure_no_auth;
-        match self.busy_thread.as_deref() {
-            Some("enqueue") => config.runs.busy_thread = BusyThread::Enqueue,
-            Some(_) => config.runs.busy_thread = BusyThread::Reject,
-            None => {}
+        if let Some(strategy) = self
+            .busy_thread
+            .as_deref()
+            .and_then(MultitaskStrategy::parse)
+        {
+            config.runs.busy_thread = strategy;
         }
         if let Some(grace) = self.grace {
             config.grace_seconds = grace;

@@ -7,5 +7,6 @@ mod common;
 mod api_fuzz;
 mod bucket_replicas;
 mod replicas;
+mod replicas_multitask;
 mod serve;
 mod web;

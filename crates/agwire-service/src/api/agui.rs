@@ -5,15 +5,15 @@
 use agwire_codec::negotiate::Negotiator;
 use agwire_core::RunAgentInput;
 use agwire_server::{Intake, IntakeError};
-use axum::extract::{Request, State};
+use axum::extract::{Query, Request, State};
 use axum::http::StatusCode;
 
 use super::doc::STREAM;
 use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
 use super::error::Detail;
+use super::multitask::RunQuery;
 use super::stream::accepted_stream;
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User};
-use crate::config::BusyThread;
 use crate::run::{Admission, RunOptions, RunRequest};
 use crate::service::Service;
 
@@ -101,15 +101,17 @@ impl From<IntakeError> for ApiError {
         (status = 409, description = "`the thread already has an active run; wait for it or cancel it`, or `runId '<id>' was already used with a different request`", body = Detail),
         (status = 413, description = "`RunAgentInput payload exceeds size limit`", body = Detail),
         (status = 415, description = "`Content-Type must be application/json`", body = Detail),
-        (status = 422, description = "`invalid RunAgentInput: <what>`, `threadId must be 1 to 128 characters`, `runId must not be empty`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, a frontend tool named like a backend tool, or `invalid RunAgentInput: <pointer> must not contain the NUL character (U+0000)`", body = Detail),
+        (status = 422, description = "`multitask_strategy must be one of reject, enqueue, interrupt, rollback`, `invalid RunAgentInput: <what>`, `threadId must be 1 to 128 characters`, `runId must not be empty`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, a frontend tool named like a backend tool, or `invalid RunAgentInput: <pointer> must not contain the NUL character (U+0000)`", body = Detail),
         (status = 503, description = "`the server is shutting down; retry shortly`", body = Detail),
     )
 )]
 pub(super) async fn post_agui(
     State(service): State<Service>,
     User(user): User,
+    Query(query): Query<RunQuery>,
     request: Request,
 ) -> ApiResult {
+    let strategy = query.strategy(service.options.busy_thread)?;
     let headers = request.headers().clone();
     let (body, format) = intake(&service).json(request).await?;
     if let Some(at) = crate::storable::nul_in_value(&body, &mut String::new()) {
@@ -127,7 +129,7 @@ pub(super) async fn post_agui(
         mode: None,
         options: RunOptions::default(),
         admission: Admission {
-            enqueue: service.options.busy_thread == BusyThread::Enqueue,
+            strategy,
             whole_history: true,
         },
     };

@@ -13,6 +13,7 @@ mod history;
 mod input;
 mod jobs;
 pub(crate) mod limits;
+mod multitask;
 mod ops;
 mod profile;
 mod runs;

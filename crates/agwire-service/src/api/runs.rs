@@ -14,11 +14,11 @@ use utoipa::ToSchema;
 use super::doc::STREAM;
 use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
 use super::error::Detail;
+use super::multitask::RunQuery;
 use super::stream::{accepted_stream, events_location, resume_after, stream};
 use super::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User, now_ms};
 
-use crate::config::BusyThread;
 use crate::engine::RunRecord;
 use crate::run::{Admission, RunRequest, RunStatus};
 use crate::service::Service;
@@ -132,7 +132,8 @@ pub(super) struct CancelRequested {
     path = "/api/v1/agent/runs",
     operation_id = "createRun",
     summary = "Accept a run",
-    description = "Validates rule by rule, in a fixed order, before anything is written, appends the user message to its thread and creates the run in one transaction, and executes it in the background. With `Accept: text/event-stream` or `application/vnd.ag-ui.event+proto` the answer is the run's stream instead of 202. Re-posting the same body with the same threadId and runId answers the original acceptance. With `runs.busy_thread = \"enqueue\"` a run on a busy thread is accepted and waits.",
+    description = "Validates rule by rule, in a fixed order, before anything is written, appends the user message to its thread and creates the run in one transaction, and executes it in the background. With `Accept: text/event-stream` or `application/vnd.ag-ui.event+proto` the answer is the run's stream instead of 202. Re-posting the same body with the same threadId and runId answers the original acceptance (and stops nothing again). On a thread with an active run, `multitask_strategy` (default: the service's `runs.busy_thread`, `reject` unless configured) decides: `reject` is 409, `enqueue` accepts the run to wait for it, `interrupt` cancels the thread's active runs (a running one's stream ends with `RUN_FINISHED` outcome `cancelled`; what it said stays in the thread) and starts this run after them, `rollback` does the same and removes from the thread everything they added.",
+    params(RunQuery),
     request_body(content = RunAgentInputBody, description = "At most 256 KiB.", content_type = "application/json"),
     responses(
         (status = 202, description = "Accepted", body = TaskAccepted,
@@ -143,15 +144,17 @@ pub(super) struct CancelRequested {
         (status = 409, description = "`the thread already has an active run; wait for it or cancel it`, or `runId '<id>' was already used with a different request`", body = Detail),
         (status = 413, description = "`RunAgentInput payload exceeds size limit`", body = Detail),
         (status = 415, description = "`Content-Type must be application/json`", body = Detail),
-        (status = 422, description = "Validation failed, first failing rule in this order: `invalid RunAgentInput: <what>`, `threadId must be a valid UUID`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, `RunAgentInput user message text exceeds limit`, `invalid RunAgentInput.forwardedProps`, `RunAgentInput.messages must contain exactly one user message`, `RunAgentInput.messages[0].role must be user`, `binary content requires image mimeType`, `binary content requires url`, `binary content data is not allowed`, `Too many attachments`, `binary content url is not a valid signed URL`, `invalid client_time.device_timezone`, `invalid client_time.client_now_iso`, `invalid client_time.client_epoch_ms`, `RunAgentInput.tools: '<name>' is the name of a backend tool; frontend tools must not reuse it`.", body = Detail),
+        (status = 422, description = "`multitask_strategy must be one of reject, enqueue, interrupt, rollback`; then validation, first failing rule in this order: `invalid RunAgentInput: <what>`, `threadId must be a valid UUID`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, `RunAgentInput user message text exceeds limit`, `invalid RunAgentInput.forwardedProps`, `RunAgentInput.messages must contain exactly one user message`, `RunAgentInput.messages[0].role must be user`, `binary content requires image mimeType`, `binary content requires url`, `binary content data is not allowed`, `Too many attachments`, `binary content url is not a valid signed URL`, `invalid client_time.device_timezone`, `invalid client_time.client_now_iso`, `invalid client_time.client_epoch_ms`, `RunAgentInput.tools: '<name>' is the name of a backend tool; frontend tools must not reuse it`.", body = Detail),
         (status = 503, description = "`the server is shutting down; retry shortly`", body = Detail),
     )
 )]
 pub(super) async fn post_run(
     State(service): State<Service>,
     User(user): User,
+    Query(query): Query<RunQuery>,
     request: Request,
 ) -> ApiResult {
+    let strategy = query.strategy(service.options.busy_thread)?;
     let headers = request.headers().clone();
     super::input::require_json(&headers)?;
     // One byte over the limit is enough to know.
@@ -195,7 +198,7 @@ pub(super) async fn post_run(
         mode: Some(run.runtime_mode),
         options: run.options,
         admission: Admission {
-            enqueue: service.options.busy_thread == BusyThread::Enqueue,
+            strategy,
             whole_history: false,
         },
     };

@@ -27,7 +27,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agwire_core::{BaseEvent, Event, RunFinishedOutcome};
 use agwire_server::{CancellationToken, DynAgent};
 use tokio_util::task::TaskTracker;
 
@@ -191,17 +190,7 @@ impl Engine {
         thread_id: &str,
         run_id: &str,
     ) -> Result<bool, Error> {
-        let events = [
-            crate::store::run_started(thread_id, run_id),
-            Event::RunFinished(agwire_core::RunFinishedEvent {
-                thread_id: thread_id.to_owned(),
-                run_id: run_id.to_owned(),
-                result: None,
-                outcome: Some(RunFinishedOutcome::Cancelled),
-                usage: None,
-                base: BaseEvent::default(),
-            }),
-        ];
+        let events = crate::store::cancelled_log(thread_id, run_id);
         let Some(first) = self.store.cancel_queued(task_id, &events, now_ms()).await? else {
             return Ok(false);
         };
@@ -265,6 +254,9 @@ impl Engine {
             if !accepted.replayed {
                 engine.metrics.run_accepted();
             }
+            for stopped in std::mem::take(&mut accepted.stopped) {
+                engine.stopped(&accepted.thread_id, stopped).await;
+            }
             let mut from_start = None;
             match accepted.started.take() {
                 Some(run) => {
@@ -298,17 +290,44 @@ impl Engine {
                 return Ok(());
             }
         }
+        self.stop_running(&run.task_id).await
+    }
+
+    /// Tells a running run to stop, wherever it executes: here, its token;
+    /// elsewhere, the store's word to every replica.
+    async fn stop_running(&self, task_id: &str) -> Result<(), Error> {
         let token = self
             .running
             .lock()
             .ok()
-            .and_then(|r| r.get(&run.task_id).cloned());
+            .and_then(|r| r.get(task_id).cloned());
         match token {
             Some(token) => token.cancel(),
             // Executing on another replica (if anywhere): it hears this.
-            None => self.store.request_cancel(&run.task_id).await?,
+            None => self.store.request_cancel(task_id).await?,
         }
         Ok(())
+    }
+
+    /// Follows up on a run an accept stopped (`interrupt`, `rollback`): a
+    /// waiting one's log, written by the accept, goes to its followers here;
+    /// a running one is told to stop (the accept marked it in the store, so
+    /// a replica that misses the word still hears it on its next lease
+    /// renewal).
+    async fn stopped(&self, thread_id: &str, stopped: crate::store::Stopped) {
+        match stopped.ended {
+            Some(first) => {
+                let log = crate::store::cancelled_log(thread_id, &stopped.run_id);
+                for (i, event) in log.into_iter().enumerate() {
+                    self.hub.publish(&stopped.task_id, first + i as u64, event);
+                }
+            }
+            None => {
+                if let Err(error) = self.stop_running(&stopped.task_id).await {
+                    tracing::warn!(%error, run_id = stopped.run_id, "could not tell a run to stop; its lease renewal will");
+                }
+            }
+        }
     }
 
     /// `user`'s run `run_id` (`None`: no such run of theirs).

@@ -8,7 +8,7 @@ use super::schedule::Schedule;
 use super::tick_input;
 use crate::engine::Engine;
 use crate::error::{Error, StoreError};
-use crate::run::{Admission, RunOptions, RunRequest, RuntimeMode};
+use crate::run::{Admission, MultitaskStrategy, RunOptions, RunRequest, RuntimeMode};
 
 /// Due jobs started per scheduler pass.
 const BATCH: u32 = 100;
@@ -44,7 +44,7 @@ impl Scheduler {
             let input = tick_input(&job, due)?;
             let run_id = input.run_id.clone();
             let admission = Admission {
-                enqueue: true,
+                strategy: MultitaskStrategy::Enqueue,
                 whole_history: false,
             };
             let request = RunRequest {

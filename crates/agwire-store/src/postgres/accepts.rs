@@ -65,7 +65,7 @@ impl Call {
             "input": run.input_json,
             "mode": run.mode,
             "options": run.options,
-            "enqueue": run.enqueue,
+            "strategy": run.strategy.as_str(),
             "dedupe": run.dedupe,
             "ids": run.candidates.iter().map(|m| &m.id).collect::<Vec<_>>(),
             "roles": run.candidates.iter().map(|m| m.role).collect::<Vec<_>>(),
@@ -160,8 +160,8 @@ impl Commit for AcceptMany {
         };
         if rows.len() == group.len() {
             let mut queued = false;
-            for (call, (outcome, task_id, created, waiting)) in group.drain(..).zip(rows) {
-                let answer = answered(&call.run, &outcome, task_id, created, waiting);
+            for (call, (outcome, task_id, created, waiting, stopped)) in group.drain(..).zip(rows) {
+                let answer = answered(&call.run, &outcome, task_id, created, waiting, stopped);
                 queued |= is_runnable(&answer);
                 let _ = call.reply.send(answer);
             }
@@ -213,14 +213,21 @@ fn is_runnable(answer: &Result<Accepted, Error>) -> bool {
         .is_ok_and(|a| !a.replayed && !a.waiting && a.started.is_none())
 }
 
-/// `agwire_accept`'s answer for one call: outcome, task id, created, waiting.
-type Answer = (String, Option<String>, bool, bool);
+/// `agwire_accept`'s answer for one call: outcome, task id, created,
+/// waiting, the runs it stopped.
+type Answer = (
+    String,
+    Option<String>,
+    bool,
+    bool,
+    Option<super::runs::StoppedJson>,
+);
 
 /// One batch, one statement: each call's answer, in order.
 async fn commit(lane: &AcceptMany, batch: &[Call]) -> Result<Vec<Answer>, sqlx::Error> {
     let calls: Vec<serde_json::Value> = batch.iter().map(|c| c.to_json(&lane.replica)).collect();
     let rows = sqlx::query(
-        "SELECT outcome, task_id, created, waiting FROM agwire_accept_many($1, $2) ORDER BY n",
+        "SELECT outcome, task_id, created, waiting, stopped FROM agwire_accept_many($1, $2) ORDER BY n",
     )
     .bind(sqlx::types::Json(&calls))
     .bind(lane.lease_ms)
@@ -233,6 +240,7 @@ async fn commit(lane: &AcceptMany, batch: &[Call]) -> Result<Vec<Answer>, sqlx::
                 row.try_get("task_id")?,
                 row.try_get("created")?,
                 row.try_get("waiting")?,
+                row.try_get("stopped")?,
             ))
         })
         .collect()

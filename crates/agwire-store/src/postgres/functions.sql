@@ -19,27 +19,37 @@
 -- not_found | busy | not_pending | answered | closed; nothing is written
 -- unless accepted or started. A run its own replica can execute at once is
 -- started by the accept itself (`p_owner`, `p_lease_ms`: the claim's owner
--- and lease). `p_answers`: the tool call ids the turn's tool messages
--- answer; with `p_strict` each must be pending (else the outcome names the
--- first that is not, in `task_id`); then the thread's pending calls are
--- closed by this run, as answered or gone past. `p_shown`: which of the
--- messages history shows; `p_title`: what the turn's first user message
--- calls the thread (kept if the thread has no name yet and the messages go
--- in now); `p_attachments`: the attachments the turn's images refer to,
--- recorded with the thread (the user's own only).
+-- and lease). `p_strategy`: what a busy thread does (reject | enqueue |
+-- interrupt | rollback); `stopped` answers the active runs an interrupt or
+-- rollback stopped, oldest first, as [task, run, first] — `first` the number
+-- of the first event of a waiting run's log, written here (RUN_STARTED,
+-- RUN_FINISHED cancelled), NULL for a running run, which is marked to stop.
+-- `p_answers`: the tool call ids the turn's tool messages answer; with
+-- `p_strict` each must be pending (else the outcome names the first that is
+-- not, in `task_id`; a call closed by a run this rollback takes back counts
+-- as pending); then the thread's pending calls are closed by this run, as
+-- answered or gone past. `p_shown`: which of the messages history shows;
+-- `p_title`: what the turn's first user message calls the thread (kept if
+-- the thread has no name yet and the messages go in now); `p_attachments`:
+-- the attachments the turn's images refer to, recorded with the thread (the
+-- user's own only).
 CREATE OR REPLACE FUNCTION agwire_accept(
     p_task TEXT, p_user TEXT, p_thread TEXT, p_run TEXT, p_hash TEXT, p_input TEXT,
-    p_mode TEXT, p_options TEXT, p_enqueue BOOLEAN, p_dedupe BOOLEAN,
+    p_mode TEXT, p_options TEXT, p_strategy TEXT, p_dedupe BOOLEAN,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_pending TEXT, p_now BIGINT,
     p_owner TEXT, p_lease_ms BIGINT, p_answers TEXT[], p_strict BOOLEAN,
     p_shown BOOLEAN[], p_title TEXT, p_attachments TEXT[]
-) RETURNS TABLE (outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN)
+) RETURNS TABLE (outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN, stopped JSONB)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_existing RECORD;
     v_created BOOLEAN;
     v_owner TEXT;
     v_busy BIGINT;
+    v_active TEXT[] := ARRAY[]::TEXT[];
+    v_rolled TEXT[] := ARRAY[]::TEXT[];
+    v_stopped JSONB := '[]'::JSONB;
+    v_run RECORD;
     v_last BIGINT;
     v_start BOOLEAN;
     v_answer TEXT;
@@ -49,9 +59,10 @@ BEGIN
     FROM runs r WHERE r.user_id = p_user AND r.run_id = p_run;
     IF FOUND THEN
         IF v_existing.thread_id <> p_thread OR v_existing.request_hash <> p_hash THEN
-            RETURN QUERY SELECT 'conflict'::TEXT, NULL::TEXT, FALSE, FALSE;
+            RETURN QUERY SELECT 'conflict'::TEXT, NULL::TEXT, FALSE, FALSE, NULL::JSONB;
         ELSE
-            RETURN QUERY SELECT 'replayed'::TEXT, v_existing.task_id, v_existing.created_thread, FALSE;
+            RETURN QUERY SELECT 'replayed'::TEXT, v_existing.task_id, v_existing.created_thread, FALSE,
+                                NULL::JSONB;
         END IF;
         RETURN;
     END IF;
@@ -59,7 +70,7 @@ BEGIN
     -- before the thread is written.
     IF p_strict AND COALESCE(cardinality(p_answers), 0) > 0
        AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = p_thread) THEN
-        RETURN QUERY SELECT 'not_pending'::TEXT, p_answers[1], FALSE, FALSE;
+        RETURN QUERY SELECT 'not_pending'::TEXT, p_answers[1], FALSE, FALSE, NULL::JSONB;
         RETURN;
     END IF;
     INSERT INTO threads (id, user_id, created_at, last_active_at, derived_title)
@@ -69,28 +80,71 @@ BEGIN
     -- messages to it, take their turns here.
     SELECT t.user_id INTO v_owner FROM threads t WHERE t.id = p_thread FOR UPDATE;
     IF v_owner <> p_user THEN
-        RETURN QUERY SELECT 'not_found'::TEXT, NULL::TEXT, FALSE, FALSE;
+        RETURN QUERY SELECT 'not_found'::TEXT, NULL::TEXT, FALSE, FALSE, NULL::JSONB;
         RETURN;
     END IF;
-    SELECT COUNT(*) INTO v_busy FROM runs r
+    SELECT COUNT(*), COALESCE(array_agg(r.run_id), ARRAY[]::TEXT[]) INTO v_busy, v_active FROM runs r
     WHERE r.thread_id = p_thread AND r.status IN ('queued', 'running');
-    IF v_busy > 0 AND NOT p_enqueue THEN
-        RETURN QUERY SELECT 'busy'::TEXT, NULL::TEXT, FALSE, FALSE;
+    IF v_busy > 0 AND p_strategy = 'reject' THEN
+        RETURN QUERY SELECT 'busy'::TEXT, NULL::TEXT, FALSE, FALSE, NULL::JSONB;
         RETURN;
+    END IF;
+    IF p_strategy = 'rollback' THEN
+        v_rolled := v_active;
     END IF;
     IF p_strict THEN
         FOREACH v_answer IN ARRAY COALESCE(p_answers, ARRAY[]::TEXT[]) LOOP
             SELECT c.closed_by, c.answered INTO v_call
             FROM tool_calls c WHERE c.thread_id = p_thread AND c.id = v_answer;
             IF NOT FOUND THEN
-                RETURN QUERY SELECT 'not_pending'::TEXT, v_answer, FALSE, FALSE;
+                RETURN QUERY SELECT 'not_pending'::TEXT, v_answer, FALSE, FALSE, NULL::JSONB;
                 RETURN;
-            ELSIF v_call.closed_by IS NOT NULL THEN
+            ELSIF v_call.closed_by IS NOT NULL AND NOT (v_call.closed_by = ANY (v_rolled)) THEN
                 RETURN QUERY SELECT CASE WHEN v_call.answered THEN 'answered' ELSE 'closed' END,
-                                    v_answer, FALSE, FALSE;
+                                    v_answer, FALSE, FALSE, NULL::JSONB;
                 RETURN;
             END IF;
         END LOOP;
+    END IF;
+    -- Every refusal is behind us: from here on the accept writes.
+    IF v_busy > 0 AND p_strategy IN ('interrupt', 'rollback') THEN
+        v_busy := 0;
+        FOR v_run IN
+            SELECT r.task_id, r.run_id FROM runs r
+            WHERE r.thread_id = p_thread AND r.status IN ('queued', 'running')
+            ORDER BY r.position
+        LOOP
+            -- (Conditional: a claim on another replica may have taken a
+            -- waiting run since it was read; then it is running.)
+            UPDATE runs SET status = 'cancelled', finished_at = p_now
+            WHERE runs.task_id = v_run.task_id AND status = 'queued';
+            IF FOUND THEN
+                INSERT INTO run_events (task_id, seq, event) VALUES
+                    (v_run.task_id, 1, jsonb_build_object('type', 'RUN_STARTED',
+                        'threadId', p_thread, 'runId', v_run.run_id)::TEXT),
+                    (v_run.task_id, 2, jsonb_build_object('type', 'RUN_FINISHED',
+                        'threadId', p_thread, 'runId', v_run.run_id,
+                        'outcome', jsonb_build_object('type', 'cancelled'))::TEXT);
+                PERFORM pg_notify('agwire', format('a 1 2 %s', v_run.task_id));
+                v_stopped := v_stopped || jsonb_build_array(jsonb_build_array(v_run.task_id, v_run.run_id, 1));
+            ELSE
+                UPDATE runs SET stop_requested = p_strategy
+                WHERE runs.task_id = v_run.task_id AND status = 'running';
+                IF FOUND THEN
+                    v_busy := v_busy + 1;
+                    PERFORM pg_notify('agwire', 'c ' || v_run.task_id);
+                    v_stopped := v_stopped || jsonb_build_array(jsonb_build_array(v_run.task_id, v_run.run_id, NULL));
+                END IF;
+            END IF;
+        END LOOP;
+        IF p_strategy = 'rollback' THEN
+            DELETE FROM messages m WHERE m.thread_id = p_thread AND m.run_id = ANY (v_rolled);
+            UPDATE tool_calls c SET closed_by = NULL, answered = FALSE
+            WHERE c.thread_id = p_thread AND c.closed_by = ANY (v_rolled);
+            -- A thread left without a user message is unnamed again.
+            UPDATE threads t SET derived_title = NULL WHERE t.id = p_thread
+            AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = p_thread AND m.role = 'user');
+        END IF;
     END IF;
     UPDATE tool_calls c SET closed_by = p_run, answered = (c.id = ANY (COALESCE(p_answers, ARRAY[]::TEXT[])))
     WHERE c.thread_id = p_thread AND c.closed_by IS NULL;
@@ -125,11 +179,11 @@ BEGIN
     END IF;
     IF v_start THEN
         -- Started by its own replica: no other replica needs to hear of it.
-        RETURN QUERY SELECT 'started'::TEXT, p_task, v_created, FALSE;
+        RETURN QUERY SELECT 'started'::TEXT, p_task, v_created, FALSE, v_stopped;
         RETURN;
     END IF;
     -- (Announced by the replica after the commit, not here: see accepts.rs.)
-    RETURN QUERY SELECT 'accepted'::TEXT, p_task, v_created, v_busy > 0;
+    RETURN QUERY SELECT 'accepted'::TEXT, p_task, v_created, v_busy > 0, v_stopped;
 END $$;
 
 -- Accepts grouped in one statement (and so one commit): `agwire_accept` for
@@ -137,7 +191,7 @@ END $$;
 -- by name; `owner` null when the run is not to start here), in order — a
 -- call sees the calls before it. One answer per call, numbered from 1.
 CREATE OR REPLACE FUNCTION agwire_accept_many(p_calls JSONB, p_lease_ms BIGINT)
-RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN)
+RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN, stopped JSONB)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_call JSONB;
@@ -146,12 +200,12 @@ BEGIN
     FOR i IN 1 .. COALESCE(jsonb_array_length(p_calls), 0) LOOP
         v_call := p_calls -> (i - 1);
         n := i;
-        SELECT a.outcome, a.task_id, a.created, a.waiting
-        INTO outcome, task_id, created, waiting
+        SELECT a.outcome, a.task_id, a.created, a.waiting, a.stopped
+        INTO outcome, task_id, created, waiting, stopped
         FROM agwire_accept(
             v_call ->> 'task', v_call ->> 'user', v_call ->> 'thread', v_call ->> 'run',
             v_call ->> 'hash', v_call ->> 'input', v_call ->> 'mode', v_call ->> 'options',
-            (v_call ->> 'enqueue')::BOOLEAN, (v_call ->> 'dedupe')::BOOLEAN,
+            v_call ->> 'strategy', (v_call ->> 'dedupe')::BOOLEAN,
             ARRAY(SELECT jsonb_array_elements_text(v_call -> 'ids')),
             ARRAY(SELECT jsonb_array_elements_text(v_call -> 'roles')),
             ARRAY(SELECT jsonb_array_elements_text(v_call -> 'bodies')),
@@ -198,6 +252,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_thread TEXT;
     v_run TEXT;
+    v_rolled_back BOOLEAN;
     v_last BIGINT;
     v_first BIGINT;
     v_seq BIGINT;
@@ -205,7 +260,8 @@ BEGIN
     UPDATE runs SET status = p_status, error = p_error, usage = p_usage, finished_at = p_now,
                     owner = NULL, lease_until_ms = NULL
     WHERE task_id = p_task AND status IN ('queued', 'running')
-    RETURNING thread_id, run_id INTO v_thread, v_run;
+    RETURNING thread_id, run_id, stop_requested IS NOT DISTINCT FROM 'rollback'
+    INTO v_thread, v_run, v_rolled_back;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
@@ -217,6 +273,19 @@ BEGIN
         INSERT INTO run_events (task_id, seq, event)
         VALUES (p_task, 1, jsonb_build_object('type', 'RUN_STARTED', 'threadId', v_thread, 'runId', v_run)::TEXT);
         v_last := 1;
+    END IF;
+    -- A run a rollback took back adds nothing to its thread: its output,
+    -- its tool calls and its UI stay out (its log still ends as given).
+    IF v_rolled_back THEN
+        -- (Every array emptied: UNNEST pads shorter ones with NULLs.)
+        p_ids := ARRAY[]::TEXT[];
+        p_roles := ARRAY[]::TEXT[];
+        p_bodies := ARRAY[]::TEXT[];
+        p_shown := ARRAY[]::BOOLEAN[];
+        p_call_ids := ARRAY[]::TEXT[];
+        p_call_names := ARRAY[]::TEXT[];
+        p_call_args := ARRAY[]::TEXT[];
+        p_ui_answer := NULL;
     END IF;
     PERFORM 1 FROM threads t WHERE t.id = v_thread FOR UPDATE;
     SELECT COALESCE(MAX(m.seq), 0) INTO v_seq FROM messages m WHERE m.thread_id = v_thread;

@@ -151,6 +151,7 @@ impl PgStore {
             pool.clone(),
             replica.clone(),
             lease,
+            changes.clone(),
             stop.clone(),
         ));
         let writer = batch::Writer::start(pool.clone(), stop.clone());
@@ -247,8 +248,16 @@ fn parse(payload: &str) -> Option<Change> {
     }
 }
 
-/// Renews this replica's leases every quarter lease until `stop`.
-async fn renew_leases(pool: PgPool, replica: Arc<str>, lease: Duration, stop: CancellationToken) {
+/// Renews this replica's leases every quarter lease until `stop`; the runs
+/// among them asked to stop (`runs.stop_requested`) are told to this
+/// replica's engine again, so a lost `NOTIFY` only delays a stop.
+async fn renew_leases(
+    pool: PgPool,
+    replica: Arc<str>,
+    lease: Duration,
+    changes: broadcast::Sender<Change>,
+    stop: CancellationToken,
+) {
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
     let mut tick = tokio::time::interval(lease / 4);
     loop {
@@ -256,15 +265,21 @@ async fn renew_leases(pool: PgPool, replica: Arc<str>, lease: Duration, stop: Ca
             () = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        let renewed = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE runs SET lease_until_ms = {DB_NOW_MS} + $1 WHERE owner = $2 AND status = 'running'"
+        let renewed: Result<Vec<(String, bool)>, _> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET lease_until_ms = {DB_NOW_MS} + $1 WHERE owner = $2 AND status = 'running' \
+             RETURNING task_id, stop_requested IS NOT NULL"
         )))
         .bind(lease_ms)
         .bind(&*replica)
-        .execute(&pool)
+        .fetch_all(&pool)
         .await;
-        if let Err(error) = renewed {
-            tracing::warn!(%error, "could not renew this replica's run leases");
+        match renewed {
+            Ok(runs) => {
+                for (task_id, _) in runs.into_iter().filter(|(_, stop)| *stop) {
+                    let _ = changes.send(Change::CancelRequested { task_id });
+                }
+            }
+            Err(error) => tracing::warn!(%error, "could not renew this replica's run leases"),
         }
     }
 }

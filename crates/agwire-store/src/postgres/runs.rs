@@ -217,7 +217,7 @@ pub(super) async fn accept_alone(
     // second attempt finds the winner's run (a replay, or a conflict).
     for attempt in 0..2 {
         let answer = sqlx::query(
-            "SELECT outcome, task_id, created, waiting FROM agwire_accept(\
+            "SELECT outcome, task_id, created, waiting, stopped FROM agwire_accept(\
              $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
              $20, $21, $22)",
         )
@@ -229,7 +229,7 @@ pub(super) async fn accept_alone(
         .bind(&run.input_json)
         .bind(run.mode)
         .bind(run.options.as_deref())
-        .bind(run.enqueue)
+        .bind(run.strategy.as_str())
         .bind(run.dedupe)
         .bind(&ids)
         .bind(&roles)
@@ -256,12 +256,16 @@ pub(super) async fn accept_alone(
             row.try_get("task_id")?,
             row.try_get("created")?,
             row.try_get("waiting")?,
+            row.try_get("stopped")?,
         );
     }
     Err(Error::RunIdInFlight {
         run_id: run.run_id.clone(),
     })
 }
+
+/// `agwire_accept`'s `stopped`: `[task, run, first]` for each run it stopped.
+pub(super) type StoppedJson = sqlx::types::Json<Vec<(String, String, Option<u64>)>>;
 
 /// What `agwire_accept`'s answer means for `run` (see its outcomes).
 pub(super) fn answered(
@@ -270,7 +274,18 @@ pub(super) fn answered(
     task_id: Option<String>,
     created: bool,
     waiting: bool,
+    stopped: Option<StoppedJson>,
 ) -> Result<Accepted, Error> {
+    let stopped: Vec<crate::Stopped> = stopped
+        .map(|json| json.0)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(task_id, run_id, ended)| crate::Stopped {
+            task_id,
+            run_id,
+            ended,
+        })
+        .collect();
     let named = |task_id: Option<String>| {
         task_id.ok_or_else(|| {
             Error::Internal(format!("agwire_accept answered {outcome} without an id"))
@@ -285,6 +300,7 @@ pub(super) fn answered(
             replayed,
             waiting,
             started,
+            stopped: stopped.clone(),
         })
     };
     match outcome {
@@ -455,8 +471,19 @@ impl RunStore for PgStore {
     }
 
     async fn request_cancel(&self, task_id: &str) -> Result<(), Error> {
-        let mut connection = self.pool.acquire().await?;
-        notify(&mut connection, &format!("c {task_id}")).await
+        // Kept with the run (a strategy's reason stays), and said to every
+        // replica when this commits.
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "UPDATE runs SET stop_requested = COALESCE(stop_requested, 'cancel') \
+             WHERE task_id = $1 AND status = 'running'",
+        )
+        .bind(task_id)
+        .execute(&mut *tx)
+        .await?;
+        notify(&mut tx, &format!("c {task_id}")).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn status_counts(&self) -> Result<Vec<(RunStatus, i64)>, Error> {

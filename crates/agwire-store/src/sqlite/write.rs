@@ -7,9 +7,11 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::error::Error;
 use crate::rules::{Accept, End, MessageRow};
-use crate::run::RuntimeMode;
+use crate::run::{MultitaskStrategy, RuntimeMode};
 use crate::sql::{JOB_CONFIG, RECENT_MESSAGES, SETTINGS};
-use crate::{Accepted, Briefing, HISTORY_ROLES, HISTORY_WINDOW, run_started};
+use crate::{
+    Accepted, Briefing, HISTORY_ROLES, HISTORY_WINDOW, Stopped, cancelled_log, run_started,
+};
 
 impl Accept {
     /// The rules of `RunStore::accept_run`, in its order.
@@ -43,6 +45,7 @@ impl Accept {
                 replayed: true,
                 waiting: false,
                 started: None,
+                stopped: Vec::new(),
             });
         }
         let owner: Option<String> = tx
@@ -68,24 +71,39 @@ impl Accept {
         // behind, no tool call to settle, no message to match, and its
         // history is what the turn brings. Those reads are skipped, not
         // their rules (the contract suite runs both paths).
-        let busy: i64 = if created {
-            0
+        let active = if created {
+            Vec::new()
         } else {
-            tx.prepare_cached(
-                "SELECT COUNT(*) FROM runs WHERE thread_id = ?1 AND status IN ('queued', 'running')",
-            )?
-            .query_row([&self.thread_id], |r| r.get(0))?
+            active_runs(tx, &self.thread_id)?
         };
-        if busy > 0 && !self.enqueue {
+        let busy = !active.is_empty();
+        if busy && self.strategy == MultitaskStrategy::Reject {
             return Err(Error::ThreadBusy);
         }
-        let waiting = busy > 0;
+        // The runs a rollback takes back: the tool calls they closed count
+        // as pending for this turn's answers.
+        let rolled_back: Vec<&str> = match self.strategy {
+            MultitaskStrategy::Rollback => active.iter().map(|r| r.run_id.as_str()).collect(),
+            _ => Vec::new(),
+        };
         if created {
             if let (true, Some(id)) = (self.strict_answers, self.answers.first()) {
                 return Err(Error::ToolCallNotPending {
                     tool_call_id: id.clone(),
                 });
             }
+        } else if self.strict_answers {
+            check_answers(tx, &self.thread_id, &self.answers, &rolled_back)?;
+        }
+        // Every refusal is behind us: from here on the accept writes.
+        let mut stopped = Vec::new();
+        let mut waiting = busy;
+        if busy && self.strategy.stops_active_runs() {
+            stopped = stop_active(tx, &self.thread_id, &active, self.strategy, self.now_ms)?;
+            // Only a run still running holds the thread; a waiting one ended.
+            waiting = stopped.iter().any(|run| run.ended.is_none());
+        }
+        if created {
             insert_messages_from(
                 tx,
                 &self.thread_id,
@@ -95,13 +113,7 @@ impl Accept {
                 self.now_ms,
             )?;
         } else {
-            settle_tool_calls(
-                tx,
-                &self.thread_id,
-                &self.run_id,
-                &self.answers,
-                self.strict_answers,
-            )?;
+            close_tool_calls(tx, &self.thread_id, &self.run_id, &self.answers)?;
         }
         // A run waiting behind another adds its messages when it starts (or
         // is cancelled), so the thread reads in the order turns happened.
@@ -193,6 +205,7 @@ impl Accept {
             replayed: false,
             waiting,
             started,
+            stopped,
         })
     }
 }
@@ -237,34 +250,119 @@ fn briefing(
     })
 }
 
-/// The frontend tool calls a turn settles (`RunStore::accept_run`): with
-/// `strict`, every answer must be to a pending call — refused otherwise,
-/// before anything of the turn is kept; then the thread's pending calls are
-/// closed by `run_id`, as answered or as gone past.
-fn settle_tool_calls(
+/// An active run of a thread.
+struct ActiveRun {
+    task_id: String,
+    run_id: String,
+    running: bool,
+}
+
+/// The thread's active runs, oldest first.
+fn active_runs(tx: &Transaction<'_>, thread_id: &str) -> Result<Vec<ActiveRun>, Error> {
+    let runs = tx
+        .prepare_cached(
+            "SELECT task_id, run_id, status = 'running' FROM runs \
+             WHERE thread_id = ?1 AND status IN ('queued', 'running') ORDER BY rowid",
+        )?
+        .query_map([thread_id], |r| {
+            Ok(ActiveRun {
+                task_id: r.get(0)?,
+                run_id: r.get(1)?,
+                running: r.get(2)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok(runs)
+}
+
+/// Stops a thread's active runs for an accept with an interrupt or
+/// rollback strategy (`RunStore::accept_run`): a waiting one ends cancelled
+/// here, a running one is marked to stop; a rollback takes back what they
+/// added to the thread.
+fn stop_active(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    active: &[ActiveRun],
+    strategy: MultitaskStrategy,
+    now_ms: i64,
+) -> Result<Vec<Stopped>, Error> {
+    let mut stopped = Vec::with_capacity(active.len());
+    for run in active {
+        let ended = if run.running {
+            tx.prepare_cached(
+                "UPDATE runs SET stop_requested = ?1 WHERE task_id = ?2 AND status = 'running'",
+            )?
+            .execute(params![strategy.as_str(), run.task_id])?;
+            None
+        } else {
+            let log = cancelled_log(thread_id, &run.run_id).map(|event| event.to_json());
+            cancel_queued(tx, &run.task_id, &log, now_ms)?
+        };
+        stopped.push(Stopped {
+            task_id: run.task_id.clone(),
+            run_id: run.run_id.clone(),
+            ended,
+        });
+    }
+    if strategy == MultitaskStrategy::Rollback {
+        let ids = serde_json::to_string(&active.iter().map(|r| &r.run_id).collect::<Vec<_>>())?;
+        tx.prepare_cached(
+            "DELETE FROM messages WHERE thread_id = ?1 AND run_id IN (SELECT value FROM json_each(?2))",
+        )?
+        .execute(params![thread_id, ids])?;
+        tx.prepare_cached(
+            "UPDATE tool_calls SET closed_by = NULL, answered = 0 \
+             WHERE thread_id = ?1 AND closed_by IN (SELECT value FROM json_each(?2))",
+        )?
+        .execute(params![thread_id, ids])?;
+        // A thread left without a user message is unnamed again (the next
+        // turn's first message names it).
+        tx.prepare_cached(
+            "UPDATE threads SET derived_title = NULL WHERE id = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM messages WHERE thread_id = ?1 AND role = 'user')",
+        )?
+        .execute([thread_id])?;
+    }
+    Ok(stopped)
+}
+
+/// The agent-run API's rule for a turn's answers (`RunStore::accept_run`):
+/// each must answer a pending call of the thread — one closed by a run in
+/// `rolled_back` counts as pending (the accept reopens it) — or the turn is
+/// refused, before anything of it is kept.
+fn check_answers(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    answers: &[String],
+    rolled_back: &[&str],
+) -> Result<(), Error> {
+    let mut state = tx.prepare_cached(
+        "SELECT closed_by, answered FROM tool_calls WHERE thread_id = ?1 AND id = ?2",
+    )?;
+    for id in answers {
+        let found: Option<(Option<String>, bool)> = state
+            .query_row(params![thread_id, id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let tool_call_id = id.clone();
+        match found {
+            None => return Err(Error::ToolCallNotPending { tool_call_id }),
+            Some((Some(by), _)) if rolled_back.contains(&by.as_str()) => {}
+            Some((Some(_), true)) => return Err(Error::ToolCallAnswered { tool_call_id }),
+            Some((Some(_), false)) => return Err(Error::ToolCallClosed { tool_call_id }),
+            Some((None, _)) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Closes the thread's pending tool calls by `run_id`, as answered (by one
+/// of `answers`) or gone past.
+fn close_tool_calls(
     tx: &Transaction<'_>,
     thread_id: &str,
     run_id: &str,
     answers: &[String],
-    strict: bool,
 ) -> Result<(), Error> {
-    if strict {
-        let mut state = tx.prepare_cached(
-            "SELECT closed_by IS NOT NULL, answered FROM tool_calls WHERE thread_id = ?1 AND id = ?2",
-        )?;
-        for id in answers {
-            let found: Option<(bool, bool)> = state
-                .query_row(params![thread_id, id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let tool_call_id = id.clone();
-            match found {
-                None => return Err(Error::ToolCallNotPending { tool_call_id }),
-                Some((true, true)) => return Err(Error::ToolCallAnswered { tool_call_id }),
-                Some((true, false)) => return Err(Error::ToolCallClosed { tool_call_id }),
-                Some((false, _)) => {}
-            }
-        }
-    }
     tx.prepare_cached(
         "UPDATE tool_calls SET closed_by = ?1, answered = id IN (SELECT value FROM json_each(?2)) \
          WHERE thread_id = ?3 AND closed_by IS NULL",
@@ -317,7 +415,8 @@ impl End {
             .prepare_cached(
                 "UPDATE runs SET status = ?1, error = ?2, usage = ?3, finished_at = ?4 \
                  WHERE task_id = ?5 AND status IN ('queued', 'running') \
-                 AND (?6 = 0 OR status = 'running') RETURNING thread_id, run_id",
+                 AND (?6 = 0 OR status = 'running') \
+                 RETURNING thread_id, run_id, stop_requested IS 'rollback'",
             )?
             .query_row(
                 params![
@@ -328,10 +427,16 @@ impl End {
                     task_id,
                     !self.events.is_empty(),
                 ],
-                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, bool>(2)?,
+                    ))
+                },
             )
             .optional()?;
-        let Some((thread_id, run_id)) = moved else {
+        let Some((thread_id, run_id, rolled_back)) = moved else {
             return Ok(None);
         };
         // A run that ends before its first event was written (a crash right
@@ -345,6 +450,13 @@ impl End {
             if logged.is_none() {
                 append(tx, task_id, &[run_started(&thread_id, &run_id).to_json()])?;
             }
+        }
+        if rolled_back {
+            // Its thread reads as before it: its output, its tool calls and
+            // its UI stay out (its log still ends as given).
+            self.output.clear();
+            self.asked.clear();
+            self.ui_schema = None;
         }
         insert_messages(tx, &thread_id, &run_id, &self.output, self.now_ms)?;
         let mut ask = tx.prepare_cached(
