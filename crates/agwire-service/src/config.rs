@@ -308,6 +308,35 @@ pub struct RunsConfig {
     /// Most runs executing at once on this process; the others wait queued
     /// (in order) and start as executions end.
     pub max_concurrent: usize,
+    /// How long a frontend tool call a run leaves pending (an approval)
+    /// waits for its answer; after that an answer is refused (409 `tool call
+    /// <id> expired`) and the call is no longer listed. A duration such as
+    /// `"24h"`, `"30m"` or `"7 days"`.
+    #[serde(deserialize_with = "duration")]
+    pub pending_tool_call_ttl: std::time::Duration,
+}
+
+/// Longest `pending_tool_call_ttl`.
+const MAX_TOOL_CALL_TTL: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+
+/// A positive duration of at most a year, written as jiff reads them
+/// (`"24h"`, `"90 minutes"`, `"PT30M"`).
+fn duration<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<std::time::Duration, D::Error> {
+    use serde::de::Error as _;
+    let text = String::deserialize(deserializer)?;
+    let parsed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|e| D::Error::custom(format!("invalid duration '{text}': {e}")))?;
+    std::time::Duration::try_from(parsed)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= MAX_TOOL_CALL_TTL)
+        .ok_or_else(|| {
+            D::Error::custom(format!(
+                "duration '{text}' must be positive and at most 365 days"
+            ))
+        })
 }
 
 impl Default for RunsConfig {
@@ -316,6 +345,7 @@ impl Default for RunsConfig {
             busy_thread: MultitaskStrategy::Reject,
             agui_max_payload_bytes: 1024 * 1024,
             max_concurrent: 256,
+            pending_tool_call_ttl: std::time::Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -535,6 +565,15 @@ token_delay_ms = 5
         assert!(typo.to_string().contains("busy_threads"), "{typo}");
         let bad = Config::parse("[runs]\nbusy_thread = \"later\"\n").unwrap_err();
         assert!(bad.to_string().contains("later"), "{bad}");
+        let rollback = Config::parse("[runs]\nbusy_thread = \"rollback\"\n").unwrap();
+        assert_eq!(rollback.runs.busy_thread, MultitaskStrategy::Rollback);
+        let ttl = Config::parse("[runs]\npending_tool_call_ttl = \"90 minutes\"\n").unwrap();
+        assert_eq!(ttl.runs.pending_tool_call_ttl.as_secs(), 5400);
+        for bad in ["0s", "-1h", "400 days", "soon"] {
+            let refused =
+                Config::parse(&format!("[runs]\npending_tool_call_ttl = \"{bad}\"\n")).unwrap_err();
+            assert!(refused.to_string().contains(bad), "{refused}");
+        }
     }
 
     #[test]

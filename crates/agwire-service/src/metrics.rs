@@ -23,6 +23,7 @@ pub(crate) struct Metrics {
     append_buckets: [AtomicU64; APPEND_BUCKETS.len()],
     append_count: AtomicU64,
     append_sum_ns: AtomicU64,
+    tool_calls_expired: AtomicU64,
 }
 
 impl Metrics {
@@ -45,6 +46,11 @@ impl Metrics {
             u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
         );
+    }
+
+    /// The sweep marked `n` pending tool calls expired.
+    pub(crate) fn tool_calls_expired(&self, n: u64) {
+        self.tool_calls_expired.fetch_add(n, Ordering::Relaxed);
     }
 
     /// A stream opened; the guard counts it until dropped.
@@ -75,6 +81,16 @@ impl Metrics {
             out,
             "agwire_runs_accepted_total {}",
             self.accepted.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP agwire_tool_calls_expired_total Pending frontend tool calls (approvals) this process's sweep found past their expiry."
+        );
+        let _ = writeln!(out, "# TYPE agwire_tool_calls_expired_total counter");
+        let _ = writeln!(
+            out,
+            "agwire_tool_calls_expired_total {}",
+            self.tool_calls_expired.load(Ordering::Relaxed)
         );
         let _ = writeln!(out, "# HELP agwire_active_streams Event streams open now.");
         let _ = writeln!(out, "# TYPE agwire_active_streams gauge");

@@ -143,6 +143,7 @@ impl Service {
         let shared = self.shared();
         shared.options = Options::of(config);
         shared.engine.max_concurrent = config.runs.max_concurrent;
+        shared.engine.tool_call_ttl = config.runs.pending_tool_call_ttl;
         self
     }
 

@@ -106,12 +106,15 @@ impl Engine {
     }
 
     /// The frontend tool calls `thread` waits on, oldest first (a record
-    /// [`Self::thread`] read: its owner's).
+    /// [`Self::thread`] read: its owner's); expired ones are not.
     pub(crate) async fn pending_tool_calls(
         &self,
         thread: &ThreadRecord,
     ) -> Result<Vec<PendingToolCall>, Error> {
-        Ok(self.store.pending_tool_calls(&thread.thread_id).await?)
+        Ok(self
+            .store
+            .pending_tool_calls(&thread.thread_id, crate::engine::now_ms())
+            .await?)
     }
 
     /// Sets (`Some`, checked by [`check_title`]) or clears `user`'s title of

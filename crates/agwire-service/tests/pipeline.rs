@@ -504,3 +504,83 @@ async fn an_automation_run_uses_its_jobs_agent_and_tools() {
     let tools: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tools, ["calendar_read"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_not_answered_in_time_expires() {
+    let model = agwire_service::brain::demo::model(std::time::Duration::ZERO);
+    let mut config = agwire_service::Config::default();
+    config.runs.pending_tool_call_ttl = std::time::Duration::from_secs(1);
+    let server =
+        common::start_brain_with(&config, agwire_service::auth::Auth::none(), brain(&model)).await;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let tool = json!({"name": "confirm_booking", "description": "Ask the user to confirm", "parameters": {"type": "object"}});
+    let mut first = body(&thread, "ex1", "please confirm_booking for me");
+    first["tools"] = json!([tool]);
+    post(server.addr, &first, None).await;
+    events(server.addr, "ex1", None).await;
+    let thread_path = format!("/api/v1/agent/threads/{thread}");
+    let detail = get_json(server.addr, &thread_path).await;
+    let call = &detail["pendingToolCalls"][0];
+    let call_id = call["toolCallId"].as_str().unwrap().to_owned();
+    // Stated with the call: a second after it was asked.
+    let at = |field: &str| {
+        call[field]
+            .as_str()
+            .unwrap()
+            .parse::<jiff::Timestamp>()
+            .unwrap()
+    };
+    assert_eq!(
+        at("expiresAt").as_millisecond() - at("askedAt").as_millisecond(),
+        1000,
+        "{call}"
+    );
+    // Once past it, no longer listed (polled, with a deadline).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !get_json(server.addr, &thread_path).await["pendingToolCalls"]
+        .as_array()
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still pending after 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // The answer comes too late: refused, named, nothing stored.
+    let mut answer = body(&thread, "ex2", "done");
+    answer["messages"] = json!([
+        {"id": "ex2-u", "role": "user", "content": "done"},
+        {"id": "ex2-t", "role": "tool", "toolCallId": call_id, "content": "confirmed"}
+    ]);
+    answer["tools"] = json!([tool]);
+    let refused = post(server.addr, &answer, None).await;
+    assert_eq!(refused.status().as_u16(), 409);
+    assert_eq!(
+        refused.json::<Value>().await.unwrap(),
+        json!({"detail": format!("tool call {call_id} expired")})
+    );
+    let missing = reqwest::get(format!("http://{}/api/v1/agent/runs/ex2", server.addr))
+        .await
+        .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
+    // The sweep (every 5 s) counts it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let metrics = reqwest::get(format!("http://{}/metrics", server.addr))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if metrics.contains("agwire_tool_calls_expired_total 1\n") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not swept within 30 s:\n{metrics}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -284,6 +284,7 @@ async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
                         terminal: &finished,
                         output: &[],
                         ui_schema: None,
+                        calls_expire_at: None,
                     };
                     store.end_run(&accepted.task_id, &ending, 3).await.unwrap();
                 }

@@ -4,6 +4,7 @@
 //! file before it is used.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // helpers outside #[test] fns; skips are announced
 
+mod approvals;
 mod multitask;
 
 use std::sync::{Arc, Mutex};
@@ -122,6 +123,7 @@ async fn end(
         terminal,
         output,
         ui_schema: None,
+        calls_expire_at: None,
     };
     store.end_run(task_id, &ending, 3).await.unwrap()
 }
@@ -655,6 +657,7 @@ async fn an_ended_run_has_a_valid_log_and_its_final_state_never_changes() {
             terminal: &error,
             output: &[],
             ui_schema: None,
+            calls_expire_at: None,
         };
         assert_eq!(
             store.end_run(&accepted.task_id, &ending, 3).await.unwrap(),
@@ -1456,6 +1459,7 @@ async fn a_runs_last_events_are_written_with_its_end_and_only_a_running_runs() {
             terminal: &terminal,
             output: &[],
             ui_schema: None,
+            calls_expire_at: None,
         };
         assert_eq!(
             store.end_run(&accepted.task_id, &ending, 3).await.unwrap(),
@@ -1673,6 +1677,7 @@ async fn a_batch_postgresql_undid_goes_again_call_by_call() {
                 terminal: &terminal,
                 output: &[],
                 ui_schema: None,
+                calls_expire_at: None,
             };
             let (a, b) = tokio::join!(
                 store.append_events(&tasks[0].2, &starts[0]),
@@ -1760,6 +1765,18 @@ async fn turn(
     now_ms: i64,
     asks: &[&str],
 ) -> Result<(), Error> {
+    turn_until(store, user, input, now_ms, asks, None).await
+}
+
+/// [`turn`], its calls expiring at `expire_at`.
+async fn turn_until(
+    store: &dyn Store,
+    user: &str,
+    input: &RunAgentInput,
+    now_ms: i64,
+    asks: &[&str],
+    expire_at: Option<i64>,
+) -> Result<(), Error> {
     let run = NewRun {
         now_ms,
         ..new_run(user, input, &input.run_id)
@@ -1785,7 +1802,17 @@ async fn turn(
         usage: None,
         base: BaseEvent::default(),
     });
-    end(store, &accepted.task_id, &terminal, &output).await;
+    let ending = Ending {
+        status: RunStatus::Succeeded,
+        error: None,
+        usage: None,
+        events: &[],
+        terminal: &terminal,
+        output: &output,
+        ui_schema: None,
+        calls_expire_at: expire_at,
+    };
+    store.end_run(&accepted.task_id, &ending, 3).await?;
     Ok(())
 }
 
@@ -1894,7 +1921,7 @@ async fn a_pending_tool_call_is_answered_once_and_a_turn_past_it_closes_it() {
         turn(&*store, "alice", &input(&t, "p1", "book it"), 10, &["c1"])
             .await
             .unwrap();
-        let pending = store.pending_tool_calls(&t).await.unwrap();
+        let pending = store.pending_tool_calls(&t, 0).await.unwrap();
         assert_eq!(pending.len(), 1, "{backend}");
         assert_eq!(
             (
@@ -1921,7 +1948,7 @@ async fn a_pending_tool_call_is_answered_once_and_a_turn_past_it_closes_it() {
             "{backend}"
         );
         assert_eq!(
-            store.pending_tool_calls(&t).await.unwrap().len(),
+            store.pending_tool_calls(&t, 0).await.unwrap().len(),
             1,
             "{backend}"
         );
@@ -1930,7 +1957,7 @@ async fn a_pending_tool_call_is_answered_once_and_a_turn_past_it_closes_it() {
         turn(&*store, "alice", &answering(&t, "p3", &["c1"]), 30, &["c2"])
             .await
             .unwrap();
-        let pending = store.pending_tool_calls(&t).await.unwrap();
+        let pending = store.pending_tool_calls(&t, 0).await.unwrap();
         let ids: Vec<&str> = pending.iter().map(|c| c.tool_call_id.as_str()).collect();
         assert_eq!(ids, ["c2"], "{backend}");
         // A second answer (another tab): refused clearly.
@@ -1949,7 +1976,7 @@ async fn a_pending_tool_call_is_answered_once_and_a_turn_past_it_closes_it() {
             .await
             .unwrap();
         assert!(
-            store.pending_tool_calls(&t).await.unwrap().is_empty(),
+            store.pending_tool_calls(&t, 0).await.unwrap().is_empty(),
             "{backend}"
         );
         let late = turn(&*store, "alice", &answering(&t, "p6", &["c2"]), 60, &[]).await;
@@ -1974,7 +2001,7 @@ async fn a_pending_tool_call_is_answered_once_and_a_turn_past_it_closes_it() {
         });
         end(&*store, &accepted.task_id, &error, &[call]).await;
         assert!(
-            store.pending_tool_calls(&t).await.unwrap().is_empty(),
+            store.pending_tool_calls(&t, 0).await.unwrap().is_empty(),
             "{backend}"
         );
     }
@@ -2114,7 +2141,7 @@ async fn deleting_a_thread_removes_everything_of_it_and_nothing_else() {
             "{backend}"
         );
         assert!(
-            store.pending_tool_calls(&gone).await.unwrap().is_empty(),
+            store.pending_tool_calls(&gone, 0).await.unwrap().is_empty(),
             "{backend}"
         );
         for run_id in ["d1", "d2", "d5"] {
@@ -2403,6 +2430,7 @@ async fn a_value_one_call_cannot_store_fails_that_call_only() {
                         terminal: &terminal,
                         output: std::slice::from_ref(&ask),
                         ui_schema: None,
+                        calls_expire_at: None,
                     };
                     return store.end_run(&task_id, &ending, 3).await.map(|_| ());
                 }
@@ -2459,6 +2487,7 @@ async fn history_reads_one_day_of_shown_messages_by_index() {
                 terminal: &terminal,
                 output: &output,
                 ui_schema: None,
+                calls_expire_at: None,
             };
             store
                 .end_run(&accepted.task_id, &ending, now + 1000)

@@ -68,6 +68,13 @@ pub enum Error {
         /// The `toolCallId` answered.
         tool_call_id: String,
     },
+    /// A turn's tool message answers a call that waited past its expiry
+    /// (`Ending::calls_expire_at`).
+    #[error("tool call {tool_call_id} expired")]
+    ToolCallExpired {
+        /// The `toolCallId` answered.
+        tool_call_id: String,
+    },
     /// The thread is an automation job's: it goes when the job does.
     #[error("the thread belongs to automation job {job_id}")]
     ThreadOfJob {

@@ -241,6 +241,8 @@ pub(crate) struct End {
     pub(crate) ui_schema: Option<(String, String)>,
     /// The frontend tool calls the run leaves for its client to answer.
     pub(crate) asked: Vec<AskedCall>,
+    /// When those expire.
+    pub(crate) calls_expire_at: Option<i64>,
     pub(crate) now_ms: i64,
 }
 
@@ -248,9 +250,10 @@ pub(crate) struct End {
 pub(crate) type AskedCall = (String, String, String);
 
 /// The tool calls a run leaves for its client: those its `RUN_FINISHED`
-/// names pending (or, for a finish without an outcome, every call of its
-/// output without an answer there). A run that failed, was cancelled or was
-/// interrupted leaves none.
+/// names pending — in `pendingToolCallIds`, or as the `toolCallId` of an
+/// interrupt it ended on (or, for a finish without an outcome, every call
+/// of its output without an answer there). A run that failed or was
+/// cancelled leaves none.
 fn asked(ending: &Ending<'_>) -> Vec<AskedCall> {
     let Event::RunFinished(finished) = ending.terminal else {
         return Vec::new();
@@ -270,7 +273,10 @@ fn asked(ending: &Ending<'_>) -> Vec<AskedCall> {
         }) => pending_tool_call_ids
             .as_ref()
             .is_some_and(|ids| ids.iter().any(|p| p == id)),
-        Some(_) => false,
+        Some(RunFinishedOutcome::Interrupt { interrupts }) => interrupts
+            .iter()
+            .any(|i| i.tool_call_id.as_deref() == Some(id)),
+        Some(RunFinishedOutcome::Cancelled) => false,
     };
     ending
         .output
@@ -310,6 +316,7 @@ impl End {
                 .zip(last_answer)
                 .map(|(schema, answer)| (answer.id().to_owned(), schema.to_string())),
             asked: asked(ending),
+            calls_expire_at: ending.calls_expire_at,
             now_ms,
         })
     }

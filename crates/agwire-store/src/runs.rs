@@ -215,6 +215,9 @@ pub struct Ending<'a> {
     pub output: &'a [Message],
     /// The turn's `UiSchemaRenderer`, kept on its last assistant message.
     pub ui_schema: Option<&'a serde_json::Value>,
+    /// When the frontend tool calls it leaves pending expire (ms since the
+    /// epoch; `None`: never).
+    pub calls_expire_at: Option<i64>,
 }
 
 /// The `RUN_STARTED` a log opens with when the agent never wrote one.
@@ -272,10 +275,12 @@ pub trait RunStore: Send + Sync {
     /// run would add when it ends. On the agent-run API (not
     /// `whole_history`) a tool message answering a call the thread does not
     /// hold pending (a rollback reopening counted) is
-    /// [`Error::ToolCallNotPending`], [`Error::ToolCallAnswered`] or
-    /// [`Error::ToolCallClosed`]; every refusal comes before anything is
+    /// [`Error::ToolCallNotPending`], [`Error::ToolCallAnswered`],
+    /// [`Error::ToolCallClosed`] or, past its expiry at `now_ms`,
+    /// [`Error::ToolCallExpired`]; every refusal comes before anything is
     /// written. An accepted run closes every pending tool call of its
-    /// thread, as answered (by one of its tool messages) or gone past. Two
+    /// thread, as answered (by one of its tool messages) or gone past; an
+    /// expired one stays expired. Two
     /// accepts racing on one thread take their turns: the second sees what
     /// the first did. With `run.start`, a run that can start at once (not
     /// waiting) is also taken for execution in the same write — `running`,

@@ -83,8 +83,13 @@ pub(crate) const SET_THREAD_TITLE: &str =
     "UPDATE threads SET title = $1 WHERE id = $2 AND user_id = $3";
 
 /// A thread's open frontend tool calls, oldest first: `$1` the thread.
-pub(crate) const PENDING_TOOL_CALLS: &str = "SELECT id, name, arguments, run_id, asked_at \
-     FROM tool_calls WHERE thread_id = $1 AND closed_by IS NULL ORDER BY asked_at, id";
+pub(crate) const PENDING_TOOL_CALLS: &str = "SELECT id, name, arguments, run_id, asked_at, expires_at \
+     FROM tool_calls WHERE thread_id = $1 AND closed_by IS NULL AND NOT expired \
+     AND (expires_at IS NULL OR expires_at > $2) ORDER BY asked_at, id";
+
+/// The sweep: marks pending tool calls past their expiry (`$1`: now).
+pub(crate) const EXPIRE_TOOL_CALLS: &str = "UPDATE tool_calls SET expired = TRUE \
+     WHERE closed_by IS NULL AND NOT expired AND expires_at IS NOT NULL AND expires_at <= $1";
 
 /// The automation job a thread belongs to, if any: `$1` the thread.
 pub(crate) const JOB_OF_THREAD_ID: &str =

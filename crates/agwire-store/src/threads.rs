@@ -53,6 +53,9 @@ pub struct PendingToolCall {
     pub run_id: String,
     /// When the run ended (ms since the epoch).
     pub asked_at: i64,
+    /// When it expires, if it does (ms since the epoch): an answer after
+    /// then is [`Error::ToolCallExpired`].
+    pub expires_at: Option<i64>,
 }
 
 /// What deleting a thread removed.
@@ -96,8 +99,18 @@ pub trait ThreadStore: Send + Sync {
     /// The frontend tool calls of a thread still waiting for an answer,
     /// oldest first. A call is pending from the end of the run that made it
     /// until the next turn accepted on its thread, which answers it or goes
-    /// on without it (see [`RunStore::accept_run`](crate::RunStore::accept_run)).
-    async fn pending_tool_calls(&self, thread_id: &str) -> Result<Vec<PendingToolCall>, Error>;
+    /// on without it (see [`RunStore::accept_run`](crate::RunStore::accept_run)),
+    /// or until it expires: one past its expiry at `now_ms` is not listed.
+    async fn pending_tool_calls(
+        &self,
+        thread_id: &str,
+        now_ms: i64,
+    ) -> Result<Vec<PendingToolCall>, Error>;
+
+    /// The sweep: marks every pending tool call past its expiry at `now_ms`
+    /// expired, for good; returns how many. (Rules and reads already treat
+    /// a call past its expiry as expired; the sweep records it.)
+    async fn expire_tool_calls(&self, now_ms: i64) -> Result<u64, Error>;
 
     /// Deletes `user`'s thread with everything of it — runs, event logs,
     /// messages, tool calls, and the attachments its messages refer to that

@@ -101,6 +101,10 @@ impl From<Error> for ApiError {
                     "tool call {tool_call_id} is no longer pending: a later turn went on without answering it"
                 ),
             ),
+            Error::Store(StoreError::ToolCallExpired { tool_call_id }) => Self::new(
+                StatusCode::CONFLICT,
+                format!("tool call {tool_call_id} expired"),
+            ),
             Error::Store(StoreError::ThreadOfJob { job_id }) => Self::new(
                 StatusCode::CONFLICT,
                 format!("thread belongs to automation job {job_id}: delete the job first"),

@@ -83,6 +83,11 @@ pub(super) struct PendingToolCallView {
     run_id: String,
     #[schema(format = DateTime)]
     asked_at: String,
+    /// When it expires (`runs.pending_tool_call_ttl` after it was asked):
+    /// an answer after then is 409 `tool call <id> expired`, and the call is
+    /// no longer listed. `null` for a call asked before expiry existed.
+    #[schema(format = DateTime)]
+    expires_at: Option<String>,
 }
 
 impl From<PendingToolCall> for PendingToolCallView {
@@ -93,6 +98,7 @@ impl From<PendingToolCall> for PendingToolCallView {
             arguments: call.arguments,
             run_id: call.run_id,
             asked_at: rfc3339(call.asked_at),
+            expires_at: call.expires_at.map(rfc3339),
         }
     }
 }

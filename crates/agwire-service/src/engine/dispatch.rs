@@ -19,8 +19,8 @@ use crate::store::{Change, Claimed, Ending, OnClaim, RunRecord, StartHere};
 /// Runs the dispatcher takes per claim (one transaction).
 const CLAIM_BATCH: u32 = 64;
 /// How often the dispatcher looks for runnable runs nobody told it about
-/// (a safety net: accepts and endings wake it at once), and for runs a dead
-/// replica abandoned.
+/// (a safety net: accepts and endings wake it at once), for runs a dead
+/// replica abandoned, and for approvals past their expiry.
 const SWEEP_PERIOD: Duration = Duration::from_secs(5);
 
 impl Engine {
@@ -44,6 +44,7 @@ impl Engine {
             terminal: &error,
             output: &[],
             ui_schema: None,
+            calls_expire_at: None,
         };
         if let Some(seq) = self.store.end_run(&run.task_id, &ending, now_ms()).await? {
             self.hub.publish(&run.task_id, seq, error);
@@ -115,6 +116,12 @@ impl Engine {
     /// woken, and every [`SWEEP_PERIOD`] in case a wake-up was missed, until
     /// the drain.
     pub(super) async fn dispatch_loop(&self) {
+        // A tick every period however busy the dispatcher is (a sleep in the
+        // select below would start over at every wake-up, and under steady
+        // load never end).
+        let mut sweep = tokio::time::interval(SWEEP_PERIOD);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        sweep.reset();
         loop {
             if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
                 return;
@@ -146,7 +153,10 @@ impl Engine {
             }
             tokio::select! {
                 () = self.dispatch.notified() => {}
-                () = tokio::time::sleep(SWEEP_PERIOD) => self.end_abandoned().await,
+                _ = sweep.tick() => {
+                    self.end_abandoned().await;
+                    self.expire_tool_calls().await;
+                }
                 () = self.stop.cancelled() => return,
             }
         }
@@ -189,6 +199,19 @@ impl Engine {
             if let Err(error) = self.end_interrupted(&run).await {
                 tracing::error!(%error, "could not end an abandoned run");
             }
+        }
+    }
+
+    /// Marks the approvals (pending frontend tool calls) past their expiry
+    /// expired, and counts them.
+    pub(super) async fn expire_tool_calls(&self) {
+        match self.store.expire_tool_calls(now_ms()).await {
+            Ok(0) => {}
+            Ok(expired) => {
+                self.metrics.tool_calls_expired(expired);
+                tracing::info!(expired, "pending tool calls expired");
+            }
+            Err(error) => tracing::error!(%error, "could not sweep expired tool calls"),
         }
     }
 

@@ -135,6 +135,12 @@ impl Engine {
         live: &Producer,
         started: std::time::Instant,
     ) -> bool {
+        // The approvals it leaves expire this long after its end; an
+        // interrupt asking for one says when (AG-UI's `expiresAt`).
+        let calls_expire_at = now_ms()
+            .saturating_add(i64::try_from(self.tool_call_ttl.as_millis()).unwrap_or(i64::MAX));
+        let stated = with_expiry(terminal, calls_expire_at);
+        let terminal = stated.as_ref().unwrap_or(terminal);
         let (status, error, usage) = match terminal {
             Event::RunFinished(e) => (
                 match e.outcome {
@@ -188,6 +194,7 @@ impl Engine {
             terminal,
             output: &output,
             ui_schema: ui_schema.as_ref(),
+            calls_expire_at: Some(calls_expire_at),
         };
         let started = std::time::Instant::now();
         match self.store.end_run(task_id, &ending, now_ms()).await {
@@ -239,4 +246,30 @@ fn tokens(
     count: impl Fn(&agwire_core::TokenUsage) -> Option<u64>,
 ) -> u64 {
     usage.map_or(0, |entries| entries.iter().filter_map(count).sum())
+}
+
+/// `terminal` with `expiresAt` (RFC 3339, `expires_at_ms`) on each of its
+/// interrupts that asks for a tool call's answer and states no expiry of
+/// its own; `None` when there is none to state.
+fn with_expiry(terminal: &Event, expires_at_ms: i64) -> Option<Event> {
+    let Event::RunFinished(finished) = terminal else {
+        return None;
+    };
+    let Some(RunFinishedOutcome::Interrupt { interrupts }) = &finished.outcome else {
+        return None;
+    };
+    let unstated = |i: &agwire_core::Interrupt| i.tool_call_id.is_some() && i.expires_at.is_none();
+    if !interrupts.iter().any(unstated) {
+        return None;
+    }
+    let at = jiff::Timestamp::from_millisecond(expires_at_ms)
+        .ok()?
+        .to_string();
+    let mut finished = finished.clone();
+    if let Some(RunFinishedOutcome::Interrupt { interrupts }) = &mut finished.outcome {
+        for interrupt in interrupts.iter_mut().filter(|i| unstated(i)) {
+            interrupt.expires_at = Some(at.clone());
+        }
+    }
+    Some(Event::RunFinished(finished))
 }

@@ -66,6 +66,9 @@ pub struct Engine {
     pub(crate) metrics: Arc<Metrics>,
     /// Most runs executing at once on this process.
     pub(crate) max_concurrent: usize,
+    /// How long a frontend tool call a run leaves pending waits for its
+    /// answer.
+    pub(crate) tool_call_ttl: Duration,
     /// Cancelled to cancel every run in progress.
     shutdown: CancellationToken,
     /// The cancel token of each run executing on this process.
@@ -105,6 +108,7 @@ impl Engine {
             runtime: Arc::new(crate::brain::agents::RuntimeConfig::builtin()),
             metrics: Arc::default(),
             max_concurrent: crate::config::RunsConfig::default().max_concurrent,
+            tool_call_ttl: crate::config::RunsConfig::default().pending_tool_call_ttl,
             shutdown: CancellationToken::new(),
             running: Arc::default(),
             executions: TaskTracker::new(),

@@ -44,6 +44,7 @@ async fn end_cancelled(
         terminal: &terminal,
         output,
         ui_schema: None,
+        calls_expire_at: None,
     };
     assert!(store.end_run(task_id, &ending, 3).await.unwrap().is_some());
 }
@@ -160,7 +161,7 @@ async fn rollback_leaves_the_thread_as_before_the_stopped_run() {
         let before = texts(&*store, &t).await;
         let pending = |store: Arc<dyn Store>, t: String| async move {
             store
-                .pending_tool_calls(&t)
+                .pending_tool_calls(&t, 0)
                 .await
                 .unwrap()
                 .into_iter()

@@ -49,6 +49,7 @@ impl EndCall {
             "call_ids": end.asked.iter().map(|c| &c.0).collect::<Vec<_>>(),
             "call_names": end.asked.iter().map(|c| &c.1).collect::<Vec<_>>(),
             "call_args": end.asked.iter().map(|c| &c.2).collect::<Vec<_>>(),
+            "calls_expire_at": end.calls_expire_at,
         })
     }
 
@@ -69,7 +70,7 @@ impl EndCall {
             }
         }
         let terminal = sqlx::query_scalar(
-            "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+            "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(&self.task_id)
         .bind(end.status.as_str())
@@ -91,6 +92,7 @@ impl EndCall {
         .bind(end.asked.iter().map(|c| c.1.as_str()).collect::<Vec<_>>())
         .bind(end.asked.iter().map(|c| c.2.as_str()).collect::<Vec<_>>())
         .bind(end.output.iter().map(|m| m.shown).collect::<Vec<_>>())
+        .bind(end.calls_expire_at)
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;

@@ -16,7 +16,7 @@
 -- them).
 
 -- RunStore::accept_run. Outcome: accepted | started | replayed | conflict |
--- not_found | busy | not_pending | answered | closed; nothing is written
+-- not_found | busy | not_pending | answered | closed | expired; nothing is written
 -- unless accepted or started. A run its own replica can execute at once is
 -- started by the accept itself (`p_owner`, `p_lease_ms`: the claim's owner
 -- and lease). `p_strategy`: what a busy thread does (reject | enqueue |
@@ -94,10 +94,14 @@ BEGIN
     END IF;
     IF p_strict THEN
         FOREACH v_answer IN ARRAY COALESCE(p_answers, ARRAY[]::TEXT[]) LOOP
-            SELECT c.closed_by, c.answered INTO v_call
+            SELECT c.closed_by, c.answered, c.expired OR COALESCE(c.expires_at <= p_now, FALSE) AS expired
+            INTO v_call
             FROM tool_calls c WHERE c.thread_id = p_thread AND c.id = v_answer;
             IF NOT FOUND THEN
                 RETURN QUERY SELECT 'not_pending'::TEXT, v_answer, FALSE, FALSE, NULL::JSONB;
+                RETURN;
+            ELSIF v_call.expired THEN
+                RETURN QUERY SELECT 'expired'::TEXT, v_answer, FALSE, FALSE, NULL::JSONB;
                 RETURN;
             ELSIF v_call.closed_by IS NOT NULL AND NOT (v_call.closed_by = ANY (v_rolled)) THEN
                 RETURN QUERY SELECT CASE WHEN v_call.answered THEN 'answered' ELSE 'closed' END,
@@ -146,8 +150,10 @@ BEGIN
             AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = p_thread AND m.role = 'user');
         END IF;
     END IF;
+    -- (An expired call stays expired.)
     UPDATE tool_calls c SET closed_by = p_run, answered = (c.id = ANY (COALESCE(p_answers, ARRAY[]::TEXT[])))
-    WHERE c.thread_id = p_thread AND c.closed_by IS NULL;
+    WHERE c.thread_id = p_thread AND c.closed_by IS NULL AND NOT c.expired
+      AND (c.expires_at IS NULL OR c.expires_at > p_now);
     IF v_busy = 0 THEN
         SELECT COALESCE(MAX(m.seq), 0) INTO v_last FROM messages m WHERE m.thread_id = p_thread;
         INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at, shown)
@@ -246,7 +252,8 @@ END $$;
 CREATE OR REPLACE FUNCTION agwire_end(
     p_task TEXT, p_status TEXT, p_error TEXT, p_usage TEXT, p_terminal TEXT,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_ui_answer TEXT, p_ui_schema TEXT,
-    p_now BIGINT, p_call_ids TEXT[], p_call_names TEXT[], p_call_args TEXT[], p_shown BOOLEAN[]
+    p_now BIGINT, p_call_ids TEXT[], p_call_names TEXT[], p_call_args TEXT[], p_shown BOOLEAN[],
+    p_calls_expire_at BIGINT
 ) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -297,11 +304,12 @@ BEGIN
         UPDATE messages SET ui_schema = p_ui_schema, shown = TRUE
         WHERE thread_id = v_thread AND run_id = v_run AND id = p_ui_answer;
     END IF;
-    INSERT INTO tool_calls (thread_id, id, run_id, name, arguments, asked_at)
-    SELECT v_thread, c.id, v_run, c.name, c.args, p_now
+    INSERT INTO tool_calls (thread_id, id, run_id, name, arguments, asked_at, expires_at)
+    SELECT v_thread, c.id, v_run, c.name, c.args, p_now, p_calls_expire_at
     FROM UNNEST(p_call_ids, p_call_names, p_call_args) AS c(id, name, args)
     ON CONFLICT (thread_id, id) DO UPDATE SET run_id = EXCLUDED.run_id, name = EXCLUDED.name,
-        arguments = EXCLUDED.arguments, asked_at = EXCLUDED.asked_at, closed_by = NULL, answered = FALSE;
+        arguments = EXCLUDED.arguments, asked_at = EXCLUDED.asked_at,
+        expires_at = EXCLUDED.expires_at, closed_by = NULL, answered = FALSE, expired = FALSE;
     INSERT INTO run_events (task_id, seq, event) VALUES (p_task, v_last + 1, p_terminal);
     PERFORM pg_notify('agwire', format('a %s %s %s', v_first, v_last + 1, p_task));
     -- The thread's next run, if one waits, is runnable now.
@@ -392,7 +400,8 @@ BEGIN
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_ids')),
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_names')),
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_args')),
-            ARRAY(SELECT x::BOOLEAN FROM jsonb_array_elements_text(v_end -> 'shown') AS x)
+            ARRAY(SELECT x::BOOLEAN FROM jsonb_array_elements_text(v_end -> 'shown') AS x),
+            (v_end ->> 'calls_expire_at')::BIGINT
         );
         RETURN NEXT;
     END LOOP;

@@ -11,10 +11,10 @@ use crate::sql::{
     ACTIVE_RUNS, ADVANCE_JOB, CALENDAR_EVENT, CALENDAR_EVENTS, CREATE_JOB_THREAD,
     DELETE_CALENDAR_EVENT, DELETE_JOB, DELETE_THREAD, DELETE_THREAD_ATTACHMENTS,
     DELETE_THREAD_EVENTS, DELETE_THREAD_MESSAGES, DELETE_THREAD_REFS, DELETE_THREAD_RUNS,
-    DELETE_THREAD_TOOL_CALLS, DUE_JOBS, INSERT_JOB, JOB, JOB_OF_THREAD, JOB_OF_THREAD_ID, JOBS,
-    LAST_SHOWN_BEFORE, LATEST_THREAD, NAME_THREAD, PENDING_TOOL_CALLS, PUT_CALENDAR_EVENT,
-    RECENT_MESSAGES, SET_SETTINGS, SET_THREAD_TITLE, SETTINGS, SHOWN_MESSAGES, THREAD,
-    THREAD_MESSAGES, THREAD_OWNER, THREADS, UNNAMED_THREADS, UPDATE_JOB,
+    DELETE_THREAD_TOOL_CALLS, DUE_JOBS, EXPIRE_TOOL_CALLS, INSERT_JOB, JOB, JOB_OF_THREAD,
+    JOB_OF_THREAD_ID, JOBS, LAST_SHOWN_BEFORE, LATEST_THREAD, NAME_THREAD, PENDING_TOOL_CALLS,
+    PUT_CALENDAR_EVENT, RECENT_MESSAGES, SET_SETTINGS, SET_THREAD_TITLE, SETTINGS, SHOWN_MESSAGES,
+    THREAD, THREAD_MESSAGES, THREAD_OWNER, THREADS, UNNAMED_THREADS, UPDATE_JOB,
 };
 use crate::{
     AttachmentRecord, AttachmentStore, CalendarEvent, CalendarStore, DeletedThread, JobRecord,
@@ -271,9 +271,22 @@ impl ThreadStore for PgStore {
         Ok(result.rows_affected() == 1)
     }
 
-    async fn pending_tool_calls(&self, thread_id: &str) -> Result<Vec<PendingToolCall>, Error> {
+    async fn expire_tool_calls(&self, now_ms: i64) -> Result<u64, Error> {
+        let expired = sqlx::query(EXPIRE_TOOL_CALLS)
+            .bind(now_ms)
+            .execute(&self.pool)
+            .await?;
+        Ok(expired.rows_affected())
+    }
+
+    async fn pending_tool_calls(
+        &self,
+        thread_id: &str,
+        now_ms: i64,
+    ) -> Result<Vec<PendingToolCall>, Error> {
         let rows = sqlx::query(PENDING_TOOL_CALLS)
             .bind(thread_id)
+            .bind(now_ms)
             .fetch_all(&self.pool)
             .await?;
         rows.iter()
@@ -284,6 +297,7 @@ impl ThreadStore for PgStore {
                     arguments: row.try_get("arguments")?,
                     run_id: row.try_get("run_id")?,
                     asked_at: row.try_get("asked_at")?,
+                    expires_at: row.try_get("expires_at")?,
                 })
             })
             .collect()

@@ -321,6 +321,9 @@ pub(super) fn answered(
         "closed" => Err(Error::ToolCallClosed {
             tool_call_id: named(task_id)?,
         }),
+        "expired" => Err(Error::ToolCallExpired {
+            tool_call_id: named(task_id)?,
+        }),
         other => Err(Error::Internal(format!("agwire_accept answered {other}"))),
     }
 }

@@ -24,7 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0012_attachments_in_bucket.sql"),
     include_str!("../../migrations/sqlite/0013_bounded_reads.sql"),
     include_str!("../../migrations/sqlite/0014_run_options.sql"),
-    include_str!("../../migrations/sqlite/0015_stop_requested.sql"),
+    include_str!("../../migrations/sqlite/0015_run_control.sql"),
 ];
 
 /// Brings the schema up to date (or refuses one newer than this binary).

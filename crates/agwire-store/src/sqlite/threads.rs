@@ -9,9 +9,9 @@ use crate::error::Error;
 use crate::sql::{
     ACTIVE_RUNS, DELETE_THREAD, DELETE_THREAD_ATTACHMENTS, DELETE_THREAD_EVENTS,
     DELETE_THREAD_MESSAGES, DELETE_THREAD_REFS, DELETE_THREAD_RUNS, DELETE_THREAD_TOOL_CALLS,
-    JOB_OF_THREAD_ID, LAST_SHOWN_BEFORE, LATEST_THREAD, PENDING_TOOL_CALLS, RECENT_MESSAGES,
-    SET_THREAD_TITLE, SHOWN_MESSAGES, THREAD, THREAD_MESSAGES, THREAD_OWNER, THREADS,
-    stored_message,
+    EXPIRE_TOOL_CALLS, JOB_OF_THREAD_ID, LAST_SHOWN_BEFORE, LATEST_THREAD, PENDING_TOOL_CALLS,
+    RECENT_MESSAGES, SET_THREAD_TITLE, SHOWN_MESSAGES, THREAD, THREAD_MESSAGES, THREAD_OWNER,
+    THREADS, stored_message,
 };
 use crate::{DeletedThread, PendingToolCall, StoredMessage, ThreadRecord, ThreadStore};
 
@@ -183,21 +183,35 @@ impl ThreadStore for SqliteStore {
             .await
     }
 
-    async fn pending_tool_calls(&self, thread_id: &str) -> Result<Vec<PendingToolCall>, Error> {
+    async fn pending_tool_calls(
+        &self,
+        thread_id: &str,
+        now_ms: i64,
+    ) -> Result<Vec<PendingToolCall>, Error> {
         let thread_id = thread_id.to_owned();
         self.readers
             .read(move |c| {
                 Ok(c.prepare_cached(PENDING_TOOL_CALLS)?
-                    .query_map([thread_id], |row| {
+                    .query_map(params![thread_id, now_ms], |row| {
                         Ok(PendingToolCall {
                             tool_call_id: row.get(0)?,
                             name: row.get(1)?,
                             arguments: row.get(2)?,
                             run_id: row.get(3)?,
                             asked_at: row.get(4)?,
+                            expires_at: row.get(5)?,
                         })
                     })?
                     .collect::<Result<_, _>>()?)
+            })
+            .await
+    }
+
+    async fn expire_tool_calls(&self, now_ms: i64) -> Result<u64, Error> {
+        self.writer
+            .call(move |tx| {
+                let expired = tx.prepare_cached(EXPIRE_TOOL_CALLS)?.execute([now_ms])?;
+                Ok(expired as u64)
             })
             .await
     }

@@ -93,7 +93,13 @@ impl Accept {
                 });
             }
         } else if self.strict_answers {
-            check_answers(tx, &self.thread_id, &self.answers, &rolled_back)?;
+            check_answers(
+                tx,
+                &self.thread_id,
+                &self.answers,
+                &rolled_back,
+                self.now_ms,
+            )?;
         }
         // Every refusal is behind us: from here on the accept writes.
         let mut stopped = Vec::new();
@@ -113,7 +119,13 @@ impl Accept {
                 self.now_ms,
             )?;
         } else {
-            close_tool_calls(tx, &self.thread_id, &self.run_id, &self.answers)?;
+            close_tool_calls(
+                tx,
+                &self.thread_id,
+                &self.run_id,
+                &self.answers,
+                self.now_ms,
+            )?;
         }
         // A run waiting behind another adds its messages when it starts (or
         // is cancelled), so the thread reads in the order turns happened.
@@ -328,46 +340,59 @@ fn stop_active(
 
 /// The agent-run API's rule for a turn's answers (`RunStore::accept_run`):
 /// each must answer a pending call of the thread — one closed by a run in
-/// `rolled_back` counts as pending (the accept reopens it) — or the turn is
-/// refused, before anything of it is kept.
+/// `rolled_back` counts as pending (the accept reopens it) — and not past
+/// its expiry at `now_ms`, or the turn is refused, before anything of it is
+/// kept.
 fn check_answers(
     tx: &Transaction<'_>,
     thread_id: &str,
     answers: &[String],
     rolled_back: &[&str],
+    now_ms: i64,
 ) -> Result<(), Error> {
     let mut state = tx.prepare_cached(
-        "SELECT closed_by, answered FROM tool_calls WHERE thread_id = ?1 AND id = ?2",
+        "SELECT closed_by, answered, expired OR COALESCE(expires_at <= ?3, 0) \
+         FROM tool_calls WHERE thread_id = ?1 AND id = ?2",
     )?;
     for id in answers {
-        let found: Option<(Option<String>, bool)> = state
-            .query_row(params![thread_id, id], |r| Ok((r.get(0)?, r.get(1)?)))
+        let found: Option<(Option<String>, bool, bool)> = state
+            .query_row(params![thread_id, id, now_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
             .optional()?;
         let tool_call_id = id.clone();
         match found {
             None => return Err(Error::ToolCallNotPending { tool_call_id }),
-            Some((Some(by), _)) if rolled_back.contains(&by.as_str()) => {}
-            Some((Some(_), true)) => return Err(Error::ToolCallAnswered { tool_call_id }),
-            Some((Some(_), false)) => return Err(Error::ToolCallClosed { tool_call_id }),
-            Some((None, _)) => {}
+            Some((_, _, true)) => return Err(Error::ToolCallExpired { tool_call_id }),
+            Some((Some(by), _, _)) if rolled_back.contains(&by.as_str()) => {}
+            Some((Some(_), true, _)) => return Err(Error::ToolCallAnswered { tool_call_id }),
+            Some((Some(_), false, _)) => return Err(Error::ToolCallClosed { tool_call_id }),
+            Some((None, _, _)) => {}
         }
     }
     Ok(())
 }
 
 /// Closes the thread's pending tool calls by `run_id`, as answered (by one
-/// of `answers`) or gone past.
+/// of `answers`) or gone past; an expired one stays expired.
 fn close_tool_calls(
     tx: &Transaction<'_>,
     thread_id: &str,
     run_id: &str,
     answers: &[String],
+    now_ms: i64,
 ) -> Result<(), Error> {
     tx.prepare_cached(
         "UPDATE tool_calls SET closed_by = ?1, answered = id IN (SELECT value FROM json_each(?2)) \
-         WHERE thread_id = ?3 AND closed_by IS NULL",
+         WHERE thread_id = ?3 AND closed_by IS NULL AND NOT expired \
+         AND (expires_at IS NULL OR expires_at > ?4)",
     )?
-    .execute(params![run_id, serde_json::to_string(answers)?, thread_id])?;
+    .execute(params![
+        run_id,
+        serde_json::to_string(answers)?,
+        thread_id,
+        now_ms
+    ])?;
     Ok(())
 }
 
@@ -460,12 +485,21 @@ impl End {
         }
         insert_messages(tx, &thread_id, &run_id, &self.output, self.now_ms)?;
         let mut ask = tx.prepare_cached(
-            "INSERT INTO tool_calls (thread_id, id, run_id, name, arguments, asked_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (thread_id, id) DO UPDATE SET \
-             run_id = ?3, name = ?4, arguments = ?5, asked_at = ?6, closed_by = NULL, answered = 0",
+            "INSERT INTO tool_calls (thread_id, id, run_id, name, arguments, asked_at, expires_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (thread_id, id) DO UPDATE SET \
+             run_id = ?3, name = ?4, arguments = ?5, asked_at = ?6, expires_at = ?7, \
+             closed_by = NULL, answered = 0, expired = 0",
         )?;
         for (id, name, arguments) in &self.asked {
-            ask.execute(params![thread_id, id, run_id, name, arguments, self.now_ms])?;
+            ask.execute(params![
+                thread_id,
+                id,
+                run_id,
+                name,
+                arguments,
+                self.now_ms,
+                self.calls_expire_at
+            ])?;
         }
         if let Some((answer, schema)) = &self.ui_schema {
             // A message that carries a UI shows in history.
