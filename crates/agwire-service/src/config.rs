@@ -49,6 +49,8 @@ pub struct Config {
     pub agents_file: Option<PathBuf>,
     /// The LLM provider.
     pub llm: LlmConfig,
+    /// Signed webhooks on run end.
+    pub webhooks: crate::webhooks::WebhooksConfig,
 }
 
 /// `[llm]`: an OpenAI-compatible provider, or a GGUF model run in-process
@@ -123,6 +125,7 @@ impl Default for Config {
             builtin: BuiltinConfig::default(),
             agents_file: None,
             llm: LlmConfig::default(),
+            webhooks: crate::webhooks::WebhooksConfig::default(),
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod run;
 mod service;
 pub mod storable;
 pub mod threads;
+pub mod webhooks;
 
 /// The store (re-exported: the service's persistence is `agwire-store`).
 pub use agwire_store as store;

@@ -24,6 +24,9 @@ pub(crate) struct Metrics {
     append_count: AtomicU64,
     append_sum_ns: AtomicU64,
     tool_calls_expired: AtomicU64,
+    webhooks_delivered: AtomicU64,
+    webhooks_failed: AtomicU64,
+    webhooks_given_up: AtomicU64,
 }
 
 impl Metrics {
@@ -51,6 +54,21 @@ impl Metrics {
     /// The sweep marked `n` pending tool calls expired.
     pub(crate) fn tool_calls_expired(&self, n: u64) {
         self.tool_calls_expired.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// A webhook message delivered (2xx).
+    pub(crate) fn webhook_delivered(&self) {
+        self.webhooks_delivered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A webhook attempt failed; it goes again later.
+    pub(crate) fn webhook_failed(&self) {
+        self.webhooks_failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A webhook attempt failed for the last time; it is given up.
+    pub(crate) fn webhook_given_up(&self) {
+        self.webhooks_given_up.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A stream opened; the guard counts it until dropped.
@@ -92,6 +110,30 @@ impl Metrics {
             "agwire_tool_calls_expired_total {}",
             self.tool_calls_expired.load(Ordering::Relaxed)
         );
+        let _ = writeln!(
+            out,
+            "# HELP agwire_webhook_deliveries_total Webhook delivery attempts by this process, by outcome (failed: to be retried; given_up: the last one failed)."
+        );
+        let _ = writeln!(out, "# TYPE agwire_webhook_deliveries_total counter");
+        for (outcome, n) in [
+            ("delivered", &self.webhooks_delivered),
+            ("failed", &self.webhooks_failed),
+            ("given_up", &self.webhooks_given_up),
+        ] {
+            let _ = writeln!(
+                out,
+                "agwire_webhook_deliveries_total{{outcome=\"{outcome}\"}} {}",
+                n.load(Ordering::Relaxed)
+            );
+        }
+        if let Some(pending) = held.webhooks_pending {
+            let _ = writeln!(
+                out,
+                "# HELP agwire_webhooks_pending Webhook messages not yet delivered nor given up (every process's: from the store)."
+            );
+            let _ = writeln!(out, "# TYPE agwire_webhooks_pending gauge");
+            let _ = writeln!(out, "agwire_webhooks_pending {pending}");
+        }
         let _ = writeln!(out, "# HELP agwire_active_streams Event streams open now.");
         let _ = writeln!(out, "# TYPE agwire_active_streams gauge");
         let _ = writeln!(
@@ -153,6 +195,9 @@ pub(crate) struct Held {
     pub(crate) executing: usize,
     /// Live event channels in the hub.
     pub(crate) live_channels: usize,
+    /// Webhook messages still to deliver (read from the store when webhooks
+    /// are on).
+    pub(crate) webhooks_pending: Option<u64>,
 }
 
 /// Counts one open stream while alive.

@@ -32,6 +32,8 @@ pub struct Shared {
     pub(crate) auth: Auth,
     pub(crate) options: Options,
     pub(crate) background: Background,
+    /// Where run ends are posted, if anywhere.
+    pub(crate) webhooks: Option<crate::webhooks::Webhooks>,
 }
 
 /// The service's own tasks beside its runs (the job scheduler, the
@@ -120,6 +122,7 @@ impl Service {
             auth: Auth::none(),
             options: Options::default(),
             background: Background::default(),
+            webhooks: None,
         }))
     }
 
@@ -172,9 +175,32 @@ impl Service {
         crate::Scheduler::new(self.engine.clone())
     }
 
-    /// Starts the engine (see [`Engine::start`]).
+    /// Signed webhooks on run end (default: none).
+    pub fn with_webhooks(mut self, webhooks: Option<crate::webhooks::Webhooks>) -> Self {
+        self.shared().webhooks = webhooks;
+        self
+    }
+
+    /// Starts the engine (see [`Engine::start`]), and with webhooks their
+    /// delivery, a background task until [`Service::drain`]. The store is
+    /// told whether run ends write webhook messages either way, so a
+    /// service restarted without webhooks stops filling the outbox.
     pub async fn start(&self) -> Result<(), Error> {
-        self.engine.start().await
+        self.engine
+            .store
+            .set_webhooks_enabled(self.webhooks.is_some())
+            .await?;
+        self.engine.start().await?;
+        if let Some(webhooks) = &self.webhooks {
+            let deliverer = crate::webhooks::Deliverer::new(
+                webhooks.clone(),
+                self.engine.store.clone(),
+                self.engine.metrics.clone(),
+            )?;
+            let stop = self.background.stop.clone();
+            self.background.tasks.spawn(deliverer.run(stop));
+        }
+        Ok(())
     }
 
     /// Cancels every run in progress (shutdown); they finish as cancelled.

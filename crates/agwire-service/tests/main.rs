@@ -22,3 +22,4 @@ mod threads;
 mod trust;
 mod validate;
 mod validation_http;
+mod webhooks;

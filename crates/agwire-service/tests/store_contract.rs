@@ -6,6 +6,7 @@
 
 mod approvals;
 mod multitask;
+mod webhooks;
 
 use std::sync::{Arc, Mutex};
 

@@ -14,6 +14,7 @@ mod runs;
 mod sql;
 mod sqlite;
 mod threads;
+mod webhooks;
 
 use std::fmt;
 
@@ -36,10 +37,18 @@ pub use runs::{
 };
 pub use sqlite::SqliteStore;
 pub use threads::{DeletedThread, PendingToolCall, StoredMessage, ThreadRecord, ThreadStore};
+pub use webhooks::{WebhookMessage, WebhookStore};
 
 /// Everything the service keeps.
 pub trait Store:
-    RunStore + ThreadStore + ProfileStore + AttachmentStore + CalendarStore + JobStore + fmt::Debug
+    RunStore
+    + ThreadStore
+    + ProfileStore
+    + AttachmentStore
+    + CalendarStore
+    + JobStore
+    + WebhookStore
+    + fmt::Debug
 {
 }
 
@@ -50,6 +59,7 @@ impl<T> Store for T where
         + AttachmentStore
         + CalendarStore
         + JobStore
+        + WebhookStore
         + fmt::Debug
 {
 }

@@ -366,3 +366,24 @@ pub(super) use shared_run_reads;
 
 #[cfg(test)]
 mod tests;
+
+/// Turns the outbox on or off: `$1` enabled.
+pub(crate) const SET_WEBHOOKS_ENABLED: &str =
+    "UPDATE webhook_settings SET enabled = $1 WHERE id = 1";
+
+// (Parameters appear in the order of their numbers: SQLite numbers named
+// parameters by first appearance.)
+
+/// A delivered message: `$1` now, `$2` id.
+pub(crate) const WEBHOOK_DELIVERED: &str = "UPDATE webhook_outbox \
+     SET delivered_at = $1, lease_until = NULL, last_error = NULL WHERE id = $2";
+
+/// A failed attempt (SQLite; PostgreSQL's casts `$2`): `$1` error, `$2`
+/// next attempt (NULL: give up), `$3` now, `$4` id.
+pub(crate) const WEBHOOK_FAILED: &str = "UPDATE webhook_outbox \
+     SET lease_until = NULL, last_error = $1, next_attempt_at = COALESCE($2, next_attempt_at), \
+     gave_up_at = CASE WHEN $2 IS NULL THEN $3 END WHERE id = $4";
+
+/// Messages still to deliver.
+pub(crate) const WEBHOOKS_PENDING: &str =
+    "SELECT COUNT(*) FROM webhook_outbox WHERE delivered_at IS NULL AND gave_up_at IS NULL";

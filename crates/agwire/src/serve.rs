@@ -52,6 +52,12 @@ pub(crate) struct ServeArgs {
     /// Allow a non-loopback address although authentication is not configured.
     #[arg(long)]
     insecure_no_auth: bool,
+    /// Where run ends are posted as signed webhooks ([webhooks] url).
+    #[arg(long, env = "AGWIRE_WEBHOOK_URL")]
+    webhook_url: Option<String>,
+    /// The webhooks' signing secret, whsec_… ([webhooks] secret).
+    #[arg(long, env = "AGWIRE_WEBHOOK_SECRET", hide_env_values = true)]
+    webhook_secret: Option<String>,
     /// A run posted to a thread with an active run, unless its request says
     /// (`?multitask_strategy=`): reject (409), enqueue, interrupt or rollback.
     #[arg(long, env = "AGWIRE_BUSY_THREAD", value_parser = ["reject", "enqueue", "interrupt", "rollback"])]
@@ -132,6 +138,12 @@ impl ServeArgs {
             config.auth.issuer = Some(issuer.clone());
         }
         config.insecure_no_auth |= self.insecure_no_auth;
+        if let Some(url) = &self.webhook_url {
+            config.webhooks.url = Some(url.clone());
+        }
+        if let Some(secret) = &self.webhook_secret {
+            config.webhooks.secret = Some(secret.clone());
+        }
         if let Some(strategy) = self
             .busy_thread
             .as_deref()

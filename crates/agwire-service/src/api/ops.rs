@@ -58,7 +58,7 @@ pub(super) async fn no_endpoint(method: Method, uri: Uri) -> ApiError {
     path = "/metrics",
     operation_id = "metrics",
     summary = "Prometheus metrics",
-    description = "Text exposition 0.0.4: `agwire_runs{status}` (gauge, from the store), `agwire_runs_accepted_total`, `agwire_events_appended_total`, `agwire_active_streams`, `agwire_event_append_seconds` (histogram of one batch append). Needs a token when auth is on unless `metrics.public = true`.",
+    description = "Text exposition 0.0.4: `agwire_runs{status}` (gauge, from the store), `agwire_runs_accepted_total`, `agwire_events_appended_total`, `agwire_tool_calls_expired_total`, `agwire_webhook_deliveries_total{outcome}`, `agwire_webhooks_pending` (with webhooks on), `agwire_active_streams`, `agwire_event_append_seconds` (histogram of one batch append). Needs a token when auth is on unless `metrics.public = true`.",
     responses((status = 200, description = "Metrics", content_type = "text/plain; version=0.0.4; charset=utf-8", body = String))
 )]
 pub(super) async fn metrics(State(service): State<Service>, headers: HeaderMap) -> ApiResult {
@@ -66,11 +66,16 @@ pub(super) async fn metrics(State(service): State<Service>, headers: HeaderMap) 
         authenticate(&headers, &service).await?;
     }
     let runs = service.engine.status_counts().await?;
+    let webhooks_pending = match service.webhooks {
+        Some(_) => Some(service.engine.webhooks_pending().await?),
+        None => None,
+    };
     let text = service.engine.metrics.render(
         &runs,
         crate::metrics::Held {
             executing: service.running(),
             live_channels: service.engine.hub.len(),
+            webhooks_pending,
         },
     );
     Ok((

@@ -150,7 +150,8 @@ impl Service {
             .with_runtime(runtime)
             .with_config(config)
             .with_attachments(attachments)
-            .with_auth(auth_of(&config.auth));
+            .with_auth(auth_of(&config.auth))
+            .with_webhooks(crate::webhooks::Webhooks::from_config(&config.webhooks)?);
         service.start().await?;
         service.start_background(storage);
         Ok(service)

@@ -345,6 +345,11 @@ impl Engine {
         Ok(self.store.status_counts().await?)
     }
 
+    /// Webhook messages still to deliver (every replica's).
+    pub(crate) async fn webhooks_pending(&self) -> Result<u64, Error> {
+        Ok(self.store.webhooks_pending().await?)
+    }
+
     /// Which database holds the runs: `sqlite` or `postgres`.
     pub(crate) fn database(&self) -> &'static str {
         self.store.database()

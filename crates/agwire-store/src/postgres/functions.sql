@@ -406,3 +406,27 @@ BEGIN
         RETURN NEXT;
     END LOOP;
 END $$;
+
+-- The `runs_end_webhook` trigger (migration 0011): a run that reached a final
+-- status gets its Standard Webhooks message in the outbox, in the same
+-- transaction, while webhooks are enabled. The body is fixed now: every
+-- attempt sends the same bytes.
+CREATE OR REPLACE FUNCTION agwire_run_end_webhook() RETURNS TRIGGER LANGUAGE plpgsql AS $$
+BEGIN
+    IF (SELECT s.enabled FROM webhook_settings s WHERE s.id = 1) THEN
+        INSERT INTO webhook_outbox (id, task_id, payload, created_at, next_attempt_at)
+        VALUES ('msg_' || NEW.task_id, NEW.task_id, jsonb_build_object(
+            'type', 'run.' || NEW.status,
+            'timestamp', to_char(to_timestamp(COALESCE(NEW.finished_at, 0) / 1000.0) AT TIME ZONE 'UTC',
+                                 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+            'data', jsonb_build_object(
+                'taskId', NEW.task_id, 'threadId', NEW.thread_id, 'runId', NEW.run_id,
+                'userId', NEW.user_id, 'status', NEW.status,
+                'createdAt', NEW.created_at, 'startedAt', NEW.started_at,
+                'finishedAt', NEW.finished_at,
+                'error', NEW.error::JSONB, 'usage', NEW.usage::JSONB))::TEXT,
+            COALESCE(NEW.finished_at, 0), COALESCE(NEW.finished_at, 0))
+        ON CONFLICT (id) DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$;

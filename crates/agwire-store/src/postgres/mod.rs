@@ -33,6 +33,7 @@ mod accepts;
 mod batch;
 mod records;
 mod runs;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;

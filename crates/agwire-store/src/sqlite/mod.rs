@@ -14,6 +14,7 @@ mod read;
 mod records;
 mod runs;
 mod threads;
+mod webhooks;
 mod write;
 mod writer;
 
