@@ -6,6 +6,9 @@
 // - `provider`: an OpenAI-compatible fake provider (reasoning, render_ui
 //   with every node type, a backend tool, a frontend tool, an error).
 // - `secured`: `--jwt-secret`, so the app has to ask for a token.
+// - `expiring` and `skewed`: approvals expire after 2 s (`[runs]
+//   pending_tool_call_ttl`); `skewed`'s clock runs 10 minutes ahead of the
+//   browser's, so its expiry comes before the app's timer does.
 //
 // Every page's console errors and uncaught exceptions fail the test that
 // opened it, except the browser's own lines for responses a test provokes.
@@ -15,12 +18,14 @@ import { after, before, test } from "node:test";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { EVERY_NODE_HINT, OUT, clockBack, dataDir, fakeProvider, idle, jwt, launch, openPage, proxy, say, serve } from "./harness.mjs";
+import { EVERY_NODE_HINT, OUT, clockAhead, clockBack, dataDir, fakeProvider, idle, jwt, launch, openPage, proxy, say, serve } from "./harness.mjs";
 
 const WORDS =
   "apple banana cherry damson elder fig grape hazel iris juniper kiwi lemon mango nutmeg olive peach quince rowan sage tansy ugli vanilla walnut yarrow zucchini";
 const LONG = `${WORDS} ${WORDS}`;
 const SECRET = "browser-test-secret";
+/** Approvals that expire before a test is over. */
+const SHORT_TTL = '[runs]\npending_tool_call_ttl = "2s"\n';
 /** axe-core, run in the page through the DevTools protocol (the page's CSP allows no inline script). */
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
@@ -30,6 +35,8 @@ let front;
 let provider;
 let llm;
 let secured;
+let expiring;
+let skewed;
 let seeded;
 const pages = [];
 
@@ -134,12 +141,14 @@ before(async () => {
     env: { AGWIRE_LLM_BASE_URL: llm.url, AGWIRE_LLM_API_KEY: "sk-fake", AGWIRE_LLM_MODEL: "fake-model" },
   });
   secured = await serve({ dir: dataDir("secured"), args: ["--jwt-secret", SECRET] });
+  expiring = await serve({ dir: dataDir("expiring"), config: SHORT_TTL });
+  skewed = await serve({ dir: dataDir("skewed"), config: SHORT_TTL, env: clockAhead(10) });
   browser = await launch();
 });
 
 after(async () => {
   await browser?.close();
-  await Promise.all([local?.stop(), provider?.stop(), secured?.stop()]);
+  await Promise.all([local?.stop(), provider?.stop(), secured?.stop(), expiring?.stop(), skewed?.stop()]);
   await front?.close();
   await llm?.close();
 });
@@ -872,5 +881,121 @@ browserTest("screenshots of a conversation for the README, at 1280 and 390 px", 
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForTimeout(100);
   await page.screenshot({ path: join(OUT, "readme-390.png") });
+  check();
+});
+
+browserTest("sending while a run streams: Interrupt stops it (what it said stays) and runs the new turn; Queue runs it after", async () => {
+  const { page, check } = await app(front.base);
+  await page.locator("#message").waitFor();
+  await idle(page);
+  await page.getByTestId("new-thread").click();
+  await page.locator("[data-testid=empty]").waitFor();
+  const posts = [];
+  page.on("request", (r) => {
+    const url = new URL(r.url());
+    if (r.method() === "POST" && url.pathname === "/api/v1/agent/runs") posts.push({ query: url.search, runId: JSON.parse(r.postData()).runId });
+  });
+  // Long enough to be still streaming while the choice is made and checked.
+  const first = `first ${LONG} ${LONG} ${LONG} ${LONG}`;
+  await say(page, first);
+  await page.getByText("You said: first apple banana").waitFor();
+  // Keyboard only: Enter while it streams opens the choice, on Interrupt.
+  await page.locator("#message").fill("second, interrupting");
+  await page.locator("#message").press("Enter");
+  const choice = page.getByTestId("busy-choice");
+  await choice.waitFor();
+  await page.waitForFunction(() => document.activeElement?.dataset.testid === "send-interrupt", null, { timeout: 2_000 });
+  await page.screenshot({ path: join(OUT, "busy-choice-1280.png") });
+  await axe(page, "the choice of sending while a run streams");
+  await page.keyboard.press("Enter");
+  await choice.waitFor({ state: "detached" });
+  // The first answer ends as a stopped one does; the second turn runs.
+  await page.locator("[data-testid=notice-stopped]").waitFor();
+  await page.getByText("You said: second, interrupting", { exact: true }).waitFor();
+  await idle(page);
+  const said = (await page.locator("[data-testid=assistant-message]").allTextContents()).map((a) => a.trim());
+  assert.equal(said.length, 2, JSON.stringify(said));
+  assert.ok(said[0].startsWith("You said: first apple") && said[0].length < `You said: ${first}`.length, said[0]);
+  const users = (await page.locator("[data-testid=user-message]").allTextContents()).map((u) => u.trim());
+  assert.deepEqual(users, [first, "second, interrupting"]);
+  assert.deepEqual(posts.map((p) => p.query), ["", "?multitask_strategy=interrupt"]);
+  assert.equal((await waitRun(front.base, posts[0].runId)).status, "cancelled");
+  assert.equal((await waitRun(front.base, posts[1].runId)).status, "succeeded");
+  // Queue: the answer going is not stopped; the queued turn is shown waiting, then runs.
+  const third = `third ${LONG} ${LONG}`;
+  await say(page, third);
+  await page.getByText("You said: third apple banana").waitFor();
+  await say(page, "fourth, queued");
+  await choice.getByRole("button", { name: "Queue" }).click();
+  const waiting = page.getByTestId("waiting-message");
+  await waiting.waitFor();
+  await page.screenshot({ path: join(OUT, "queued-1280.png") });
+  assert.equal(await waiting.locator(".bubble-text").textContent(), "fourth, queued");
+  assert.equal(await waiting.locator(".waiting-tag").textContent(), "Queued: sent when the current answer ends");
+  await page.getByText(`You said: ${third}`, { exact: true }).waitFor();
+  await page.getByText("You said: fourth, queued", { exact: true }).waitFor();
+  await idle(page);
+  assert.equal(await waiting.count(), 0);
+  assert.equal(await page.locator("[data-testid=notice-stopped]").count(), 1, "only the interrupted answer is stopped");
+  assert.deepEqual(posts.slice(2).map((p) => p.query), ["", "?multitask_strategy=enqueue"]);
+  assert.equal((await waitRun(front.base, posts[2].runId)).status, "succeeded");
+  assert.equal((await waitRun(front.base, posts[3].runId)).status, "succeeded");
+  check();
+});
+
+browserTest("an approval says until when it is valid and goes when that passes; it is not asked again after a reload", async () => {
+  const { page, check } = await app(expiring.base);
+  await page.locator("#message").waitFor();
+  await say(page, "please confirm_action before going on");
+  const card = page.locator("[data-testid=confirm-card]");
+  await card.getByRole("button", { name: "Approve" }).waitFor();
+  await idle(page);
+  const until = card.getByTestId("confirm-expiry");
+  await until.waitFor();
+  // Two seconds away: to the second, in the reader's words.
+  assert.match(await until.textContent(), /^Valid until \d{1,2}:\d\d:\d\d\s[AP]M$/);
+  const expiresAt = Date.parse(await until.locator("time").getAttribute("datetime"));
+  assert.ok(Math.abs(expiresAt - Date.now()) < 3_000, `expires at ${new Date(expiresAt).toISOString()}`);
+  await page.screenshot({ path: join(OUT, "confirm-expiry-1280.png") });
+  await axe(page, "a confirmation with its expiry");
+  // The app's own timer takes the card away, and says so.
+  await card.waitFor({ state: "detached", timeout: 10_000 });
+  assert.ok(Date.now() >= expiresAt, "not before its time");
+  const expired = page.getByTestId("notice-expired");
+  await expired.waitFor();
+  assert.equal(await expired.textContent(), "This approval expired; ask again.");
+  const threadId = (await page.evaluate(() => location.hash)).replace("#/chat/", "");
+  assert.deepEqual((await api(expiring.base, `/api/v1/agent/threads/${threadId}`)).body.pendingToolCalls, []);
+  await page.reload();
+  await page.locator("[data-testid=user-message]", { hasText: "please confirm_action before going on" }).waitFor();
+  await page.waitForFunction(() => !document.querySelector("#message")?.readOnly);
+  assert.equal(await card.count(), 0);
+  check();
+});
+
+browserTest("an answer that comes after the approval expired is refused plainly: the card goes, the line says why", async () => {
+  // The server's clock is ahead: its expiry passes while the app's timer still waits.
+  const { page, check } = await app(skewed.base, { allowed: [/status of 409 \(Conflict\) \(.*\/api\/v1\/agent\/runs\)$/] });
+  await page.locator("#message").waitFor();
+  await say(page, "please confirm_action before going on");
+  const card = page.locator("[data-testid=confirm-card]");
+  const approve = card.getByRole("button", { name: "Approve" });
+  await approve.waitFor();
+  await idle(page);
+  await card.getByTestId("confirm-expiry").waitFor();
+  const threadId = (await page.evaluate(() => location.hash)).replace("#/chat/", "");
+  const deadline = Date.now() + 10_000;
+  while ((await api(skewed.base, `/api/v1/agent/threads/${threadId}`)).body.pendingToolCalls.length > 0) {
+    assert.ok(Date.now() < deadline, "the server still lists the call after 10 s");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await approve.click();
+  const expired = page.getByTestId("notice-expired");
+  await expired.waitFor();
+  assert.equal(await expired.textContent(), "This approval expired; ask again.");
+  await card.waitFor({ state: "detached" });
+  await idle(page);
+  assert.equal(await page.getByText("You said: Approved.").count(), 0, "the refused turn is not shown as sent");
+  assert.equal(await page.locator("[data-testid=user-message]", { hasText: "Approved." }).count(), 0);
   check();
 });

@@ -6,7 +6,7 @@
 
 import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { existsSync, mkdtempSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, request as httpRequest } from "node:http";
 import { connect, createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -60,6 +60,11 @@ export function clockBack(minutes) {
   return { LD_PRELOAD: libfaketime(), FAKETIME: `-${minutes}m`, FAKETIME_DONT_FAKE_MONOTONIC: "1", FAKETIME_NO_CACHE: "1" };
 }
 
+/** Environment that sets the clock of a process `minutes` ahead (a server whose clock runs ahead of the browser's). */
+export function clockAhead(minutes) {
+  return { ...clockBack(0), FAKETIME: `+${minutes}m` };
+}
+
 const children = new Set();
 process.on("exit", () => {
   for (const child of children) child.kill("SIGKILL");
@@ -69,8 +74,17 @@ export function dataDir(name) {
   return mkdtempSync(join(tmpdir(), `agwire-web-${name}-`));
 }
 
-/** Starts `agwire serve` on a free loopback port; resolves once it prints `listening <url>`. */
-export async function serve({ dir, args = [], env = {} }) {
+/**
+ * Starts `agwire serve` on a free loopback port; resolves once it prints
+ * `listening <url>`. `config`: TOML text, written into the data dir and
+ * passed with `--config`.
+ */
+export async function serve({ dir, args = [], env = {}, config }) {
+  if (config !== undefined) {
+    const file = join(dir, "agwire.toml");
+    writeFileSync(file, config);
+    args = ["--config", file, ...args];
+  }
   const command = [AGWIRE_BIN, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir, ...args];
   const inherited = { ...process.env };
   for (const key of Object.keys(inherited)) if (key.startsWith("AGWIRE_") && key !== "AGWIRE_BIN") delete inherited[key];

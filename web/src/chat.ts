@@ -1,13 +1,15 @@
 // The chat's state outside the components: one controller per thread — its
-// history by day, the agent that runs its turns, the run going now, the
-// frontend tool calls waiting for the user — and the actions on it. A
-// thread's controller outlives the view while its run streams (ChatPool).
+// history by day, the agent that runs its turns, the run going now and the
+// turns sent to wait for it, the frontend tool calls waiting for the user
+// (each until it expires) — and the actions on it. A thread's controller
+// outlives the view while its run streams (ChatPool).
 // Components subscribe and redraw at most once per animation frame, however
 // fast events arrive.
 
 import type { AgentSubscriber, Message } from "@ag-ui/client";
 import { ApiError, type Api, type HistorySnapshot, type RunStatus } from "./api";
-import { ServiceAgent, type MessagePart } from "./agent";
+import { ServiceAgent, type MessagePart, type Turn } from "./agent";
+import { delayUntil, expiryOf, isExpired } from "./approvals";
 import { CONFIRM, FRONTEND_TOOLS, SET_THEME, parseArgs, runSetTheme } from "./tools";
 import type { ThreadDetail } from "./threads";
 import { fromHistory } from "./view";
@@ -19,8 +21,19 @@ export interface Day {
 }
 
 export interface Notice {
-  kind: "error" | "stopped";
+  kind: "error" | "stopped" | "expired";
   text: string;
+}
+
+/** What the app offers for a turn sent while the thread's run goes: stop that run, or wait for it. */
+export type BusyStrategy = "interrupt" | "enqueue";
+
+/** A turn sent while a run went: accepted by the server at once, shown and followed once the runs before it end. */
+export interface Waiting {
+  id: string;
+  text: string;
+  images: number;
+  strategy: BusyStrategy;
 }
 
 export interface UploadedImage {
@@ -95,10 +108,27 @@ export const freshThreads = {
   },
 };
 
-/** A refusal of a tool answer: "tool call <id> was already answered" (409) or "… is not pending in this thread" (422). */
+/**
+ * A refusal of a tool answer: "tool call <id> was already answered" or "… is
+ * no longer pending: …" (409: another tab or a later turn went first), "… is
+ * not pending in this thread" (422), or "… expired" (409: nobody answered in
+ * time).
+ */
 export function refusedToolCall(error: unknown): string | null {
   if (!(error instanceof ApiError) || (error.status !== 409 && error.status !== 422)) return null;
-  return /^tool call (\S+) (?:was already answered|is not pending)/.exec(error.detail)?.[1] ?? null;
+  return /^tool call (\S+) (?:was already answered|is not pending|is no longer pending|expired$)/.exec(error.detail)?.[1] ?? null;
+}
+
+/** The tool call whose answer came too late (409 "tool call <id> expired"), else null. */
+export function expiredToolCall(error: unknown): string | null {
+  if (!(error instanceof ApiError) || error.status !== 409) return null;
+  return /^tool call (\S+) expired$/.exec(error.detail)?.[1] ?? null;
+}
+
+/** What a run's subscriber found out that the turn that started it acts on. */
+interface RunOutcome {
+  /** The tool call the server refused an answer to. */
+  refused: string | null;
 }
 
 /** The id of the assistant message that stands for a frontend tool call replayed from the server. */
@@ -140,6 +170,15 @@ export class ChatController {
   notices = new Map<number, Notice>();
   /** confirm_action calls waiting for the user. */
   pendingConfirms = new Set<string>();
+  /** When pending confirmations expire (ms since the epoch), for those the server said. */
+  expiries = new Map<string, number>();
+  private expiryTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Confirmations that expired while a run streamed: the run owns the messages until it ends. */
+  private overdue = new Set<string>();
+  /** Turns sent while a run went, oldest first: each is followed when the run before it ends. */
+  waiting: Waiting[] = [];
+  /** Settles when the runs going or waiting on this thread have ended: the next turn follows it. */
+  private lane: Promise<unknown> = Promise.resolve();
   /** Tool answers to send with the next user message. */
   private afterRun: (() => void) | null = null;
   private outbox: { id: string; toolCallId: string; content: string }[] = [];
@@ -150,8 +189,6 @@ export class ChatController {
   private navigation = 0;
   /** Told when a run starts (accepted) and when it ends: the thread list follows. */
   onRun: ((threadId: string, running: boolean) => void) | null = null;
-  /** The tool call the server refused an answer to in the run going now. */
-  private refused: string | null = null;
 
   constructor(
     private readonly api: Api,
@@ -194,8 +231,15 @@ export class ChatController {
     this.frame = typeof requestAnimationFrame === "function" ? requestAnimationFrame(flush) : (setTimeout(flush, 16) as unknown as number);
   }
 
+  /** A run streams, or a turn waits to follow one. */
+  get busy(): boolean {
+    return this.running || this.waiting.length > 0;
+  }
+
   dispose(): void {
     this.disposed = true;
+    for (const timer of this.expiryTimers.values()) clearTimeout(timer);
+    this.expiryTimers.clear();
     void this.agent.detachActiveRun();
   }
 
@@ -301,13 +345,54 @@ export class ChatController {
         toolCalls: [{ id: call.toolCallId, type: "function", function: { name: call.name, arguments: call.arguments } }],
       });
       this.pendingConfirms.add(call.toolCallId);
+      this.expireAt(call.toolCallId, expiryOf(call.expiresAt));
     }
     this.changed();
   }
 
-  /** The server refused the answer to `toolCallId`: its card, its answer and the turn that carried them go. */
-  private dropRefused(toolCallId: string, userId: string): void {
+  /** When the confirmations a run just left expire: its end does not say, the thread does. */
+  private async learnExpiries(ids: string[]): Promise<void> {
+    const detail = await this.detail();
+    if (!detail || this.disposed) return;
+    for (const call of detail.pendingToolCalls ?? []) {
+      if (ids.includes(call.toolCallId) && this.pendingConfirms.has(call.toolCallId)) this.expireAt(call.toolCallId, expiryOf(call.expiresAt));
+    }
+    this.changed();
+  }
+
+  /** Drops the card of `toolCallId` when `at` comes (null: it never expires). */
+  private expireAt(toolCallId: string, at: number | null): void {
+    clearTimeout(this.expiryTimers.get(toolCallId));
+    this.expiryTimers.delete(toolCallId);
+    if (at == null) {
+      this.expiries.delete(toolCallId);
+      return;
+    }
+    this.expiries.set(toolCallId, at);
+    this.expiryTimers.set(toolCallId, setTimeout(() => this.expire(toolCallId), delayUntil(at, Date.now())));
+  }
+
+  private expire(toolCallId: string): void {
+    this.expiryTimers.delete(toolCallId);
+    const at = this.expiries.get(toolCallId) ?? null;
+    if (this.disposed || at == null || !this.pendingConfirms.has(toolCallId)) return;
+    // Woken early (a timer waits 24 days at most; the clock was set back): wait again.
+    if (!isExpired(at, Date.now())) return this.expireAt(toolCallId, at);
+    if (this.running) {
+      this.overdue.add(toolCallId);
+      return;
+    }
+    this.dropCall(toolCallId);
+    this.notices.set(this.agent.messages.length, { kind: "expired", text: t("confirm.expired") });
+    this.changed();
+  }
+
+  /** The call `toolCallId` can no longer be answered: its card and its answer go (and the turn `userId` that carried it). */
+  private dropCall(toolCallId: string, userId?: string): void {
     this.pendingConfirms.delete(toolCallId);
+    this.expiries.delete(toolCallId);
+    clearTimeout(this.expiryTimers.get(toolCallId));
+    this.expiryTimers.delete(toolCallId);
     this.outbox = this.outbox.filter((a) => a.toolCallId !== toolCallId);
     const messages = this.agent.messages.flatMap((m) => {
       if (m.id === userId || (m.role === "tool" && m.toolCallId === toolCallId)) return [];
@@ -368,11 +453,18 @@ export class ChatController {
   }
 
   private async reattach(runId: string): Promise<void> {
-    await this.drive(runId, () => this.agent.connectAgent({ runId, tools: FRONTEND_TOOLS }, this.runSubscriber(runId)));
+    const run = this.drive(runId, () => this.agent.connectAgent({ runId, tools: FRONTEND_TOOLS }, this.runSubscriber(runId, { refused: null })));
+    this.lane = run.catch(() => undefined);
+    await run;
   }
 
-  /** Sends one user turn (text and uploaded images), with any waiting tool answers. */
-  async send(text: string, images: UploadedImage[] = []): Promise<void> {
+  /**
+   * Sends one user turn (text and uploaded images), with any waiting tool
+   * answers. While a run goes it is sent only with a `strategy`: posted at
+   * once (the server stops that run, or queues this one after it) and
+   * followed when the runs before it have ended.
+   */
+  async send(text: string, images: UploadedImage[] = [], strategy?: BusyStrategy): Promise<void> {
     const trimmed = text.trim();
     if (!trimmed && images.length === 0) return;
     // Pressed while the thread opens (the composer can be a frame behind):
@@ -383,10 +475,14 @@ export class ChatController {
       awaited = this.opening;
       await awaited;
     }
-    if (this.disposed || this.loading || this.syncing || this.running) return;
-    // A confirmation the user talked past is answered as dismissed.
-    for (const id of this.pendingConfirms) this.answer(id, JSON.stringify({ approved: false, dismissed: true }));
-    this.pendingConfirms.clear();
+    if (this.disposed || this.loading || this.syncing) return;
+    const busy = this.busy;
+    if (busy && !strategy) return;
+    if (!busy) {
+      // A confirmation the user talked past is answered as dismissed.
+      for (const id of this.pendingConfirms) this.answer(id, JSON.stringify({ approved: false, dismissed: true }));
+      this.pendingConfirms.clear();
+    }
     const answers = this.outbox;
     this.outbox = [];
     const userId = uuid();
@@ -406,24 +502,59 @@ export class ChatController {
               ...images.map((i) => ({ type: "image" as const, source: { type: "url" as const, value: i.url, mimeType: i.mimeType } })),
             ],
     };
-    this.agent.addMessage(local);
-    this.agent.prepare({ user: { id: userId, content: images.length === 0 ? trimmed : seed }, toolAnswers: answers });
+    const turn: Turn = { user: { id: userId, content: images.length === 0 ? trimmed : seed }, toolAnswers: answers };
     const runId = `run-${uuid()}`;
-    this.refused = null;
-    await this.drive(runId, () => this.agent.runAgent({ runId, tools: FRONTEND_TOOLS }, this.runSubscriber(runId)));
-    const refused = this.refused as string | null;
+    let run: Promise<string | null>;
+    if (busy) {
+      this.agent.post(turn, runId, FRONTEND_TOOLS, strategy!);
+      const waiting: Waiting = { id: userId, text: trimmed, images: images.length, strategy: strategy! };
+      this.waiting.push(waiting);
+      this.changed();
+      run = this.lane.then(() => {
+        this.waiting = this.waiting.filter((w) => w !== waiting);
+        if (this.disposed) return null;
+        this.passOver();
+        return this.runTurn(local, runId);
+      });
+    } else {
+      this.agent.prepare(turn);
+      run = this.runTurn(local, runId);
+    }
+    this.lane = run.catch(() => undefined);
+    const refused = await run;
     if (refused) {
-      this.refused = null;
-      this.dropRefused(refused, userId);
+      this.dropCall(refused, userId);
       // What the user typed still goes, without the answer nobody waits for.
       const typed = trimmed && !confirmation.has(trimmed);
-      if (typed || images.length) await this.send(text, images);
+      if (typed || images.length) await this.send(text, images, this.busy ? "enqueue" : undefined);
     }
+  }
+
+  /** Shows the turn's user message and follows its run; resolves to the tool call whose answer the server refused, if any. */
+  private async runTurn(local: Message, runId: string): Promise<string | null> {
+    this.agent.addMessage(local);
+    const outcome: RunOutcome = { refused: null };
+    await this.drive(runId, () => this.agent.runAgent({ runId, tools: FRONTEND_TOOLS }, this.runSubscriber(runId, outcome)));
+    return outcome.refused;
+  }
+
+  /**
+   * A turn posted while the run before it went could not answer what that
+   * run asked at its end: the server went on without those answers, and so
+   * does the app.
+   */
+  private passOver(): void {
+    for (const id of this.pendingConfirms) {
+      this.agent.addMessage({ id: uuid(), role: "tool", toolCallId: id, content: JSON.stringify({ approved: false, dismissed: true }) });
+      this.expireAt(id, null);
+    }
+    this.pendingConfirms.clear();
+    this.outbox = [];
   }
 
   /** Answers a pending confirm_action and sends the decision as the next turn. */
   async confirm(toolCallId: string, approved: boolean): Promise<void> {
-    if (!this.pendingConfirms.has(toolCallId) || this.running) return;
+    if (!this.pendingConfirms.has(toolCallId) || this.busy) return;
     this.pendingConfirms.delete(toolCallId);
     this.answer(toolCallId, JSON.stringify({ approved }));
     await this.send(approved ? APPROVED : DENIED);
@@ -449,7 +580,7 @@ export class ChatController {
     }
   }
 
-  private runSubscriber(runId: string): AgentSubscriber {
+  private runSubscriber(runId: string, outcome: RunOutcome): AgentSubscriber {
     let handBack: string[] = [];
     this.afterRun = () => this.handToolsBack(handBack);
     const noticeAt = (notice: Notice) => {
@@ -478,9 +609,10 @@ export class ChatController {
         this.changed();
       },
       onRunFailed: ({ error }) => {
-        this.refused = refusedToolCall(error);
+        outcome.refused = refusedToolCall(error);
         const text = error instanceof ApiError ? error.detail : error.message;
-        noticeAt({ kind: "error", text: this.runId === runId && this.reconnecting ? t("chat.connectionLost", { error: text }) : text });
+        if (expiredToolCall(error)) noticeAt({ kind: "expired", text: t("confirm.expired") });
+        else noticeAt({ kind: "error", text: this.runId === runId && this.reconnecting ? t("chat.connectionLost", { error: text }) : text });
         this.changed();
         // Shown in the thread; the client need not log and rethrow it.
         return { stopPropagation: true } as never;
@@ -491,13 +623,17 @@ export class ChatController {
   /** The run ended with frontend tool calls for the app: run them or ask the user. */
   private handToolsBack(pending: string[]): void {
     const calls = this.agent.messages.flatMap((m) => (m.role === "assistant" ? (m.toolCalls ?? []) : []));
+    const asked: string[] = [];
     for (const id of pending) {
       const call = calls.find((c) => c.id === id);
       if (!call) continue;
-      if (call.function.name === CONFIRM) this.pendingConfirms.add(id);
-      else if (call.function.name === SET_THEME) this.answer(id, runSetTheme(parseArgs(call.function.arguments)));
+      if (call.function.name === CONFIRM) {
+        this.pendingConfirms.add(id);
+        asked.push(id);
+      } else if (call.function.name === SET_THEME) this.answer(id, runSetTheme(parseArgs(call.function.arguments)));
       else this.answer(id, JSON.stringify({ error: `this app has no tool named ${call.function.name}` }));
     }
+    if (asked.length) void this.learnExpiries(asked);
   }
 
   private runAfter(): void {
@@ -528,8 +664,12 @@ export class ChatController {
       this.step = null;
       this.reconnecting = false;
       remember(this.threadId, null);
+      const overdue = [...this.overdue];
+      this.overdue.clear();
+      for (const id of overdue) this.expire(id);
       this.changed();
-      this.onRun?.(this.threadId, false);
+      // A turn waiting for this run follows it at once: the thread is still busy.
+      if (this.waiting.length === 0) this.onRun?.(this.threadId, false);
     }
   }
 }
@@ -597,7 +737,7 @@ export class ChatPool {
 
   private release(): void {
     for (const [id, chat] of this.chats) {
-      if (chat !== this.current && !chat.running) {
+      if (chat !== this.current && !chat.busy) {
         chat.dispose();
         this.chats.delete(id);
       }

@@ -21,6 +21,8 @@ export interface PendingToolCall {
   arguments: string;
   runId: string;
   askedAt: string;
+  /** RFC 3339; past it the call is no longer listed and its answer is refused. Null for calls from before expiry existed. */
+  expiresAt?: string | null;
 }
 
 export interface ThreadDetail extends Thread {

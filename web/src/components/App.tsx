@@ -248,7 +248,7 @@ function Shell({
     freshThreads.set(id, true);
     location.hash = chatHash(id);
   };
-  const running = new Set(pool.live().filter((c) => c.running).map((c) => c.threadId));
+  const running = new Set(pool.live().filter((c) => c.busy).map((c) => c.threadId));
   useEffect(() => {
     const on = () => setTheme(storedTheme());
     addEventListener(THEME_EVENT, on);

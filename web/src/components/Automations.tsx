@@ -344,7 +344,7 @@ function JobDetail({ api, id }: { api: Api; id: string }): JSX.Element {
   );
 }
 
-const NO_ACTIONS: RowActions = { onAction: () => {}, onConfirm: () => {}, pending: new Set(), busy: true };
+const NO_ACTIONS: RowActions = { onAction: () => {}, onConfirm: () => {}, pending: new Set(), expiries: new Map(), busy: true };
 
 function Transcript({ api, runId, threadId, prompt }: { api: Api; runId: string; threadId: string; prompt: string }): JSX.Element {
   const [messages, setMessages] = useState<Message[]>([]);

@@ -1,10 +1,11 @@
 // The chat page: the thread's days of history (older ones load as you
-// scroll up), the live run below them, and the composer.
+// scroll up), the live run below them, the turns waiting to follow it, and
+// the composer.
 
 import type { JSX } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Api } from "../api";
-import type { ChatController, Day, Notice } from "../chat";
+import type { BusyStrategy, ChatController, Day, Notice, Waiting } from "../chat";
 import { dateLocale, lang, t } from "../i18n";
 import { isFrontendTool, runSetTheme } from "../tools";
 import { toRows, type Row } from "../view";
@@ -74,6 +75,21 @@ function Progress({ step, reconnecting }: { step: string | null; reconnecting: b
   );
 }
 
+/** A turn sent while the run goes: shown below it, as the server holds it, until it runs. */
+function WaitingRow({ waiting }: { waiting: Waiting }): JSX.Element {
+  return (
+    <div class="row row-user row-waiting" data-testid="waiting-message" data-strategy={waiting.strategy}>
+      <div class="bubble bubble-user">
+        {waiting.text && <div class="bubble-text">{waiting.text}</div>}
+        {waiting.images > 0 && <div class="muted small">{t("chat.waitingImages", { n: waiting.images })}</div>}
+      </div>
+      <div class="waiting-tag" role="status">
+        {waiting.strategy === "interrupt" ? t("chat.interrupting") : t("chat.queued")}
+      </div>
+    </div>
+  );
+}
+
 function NoticeRow({ notice }: { notice: Notice }): JSX.Element {
   return (
     <div class={`notice notice-${notice.kind}`} role={notice.kind === "error" ? "alert" : "status"} data-testid={`notice-${notice.kind}`}>
@@ -120,9 +136,9 @@ export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: Cha
   );
   const onConfirm = useCallback((id: string, approved: boolean) => void chat.confirm(id, approved), [chat]);
   const actions: RowActions = useMemo(
-    () => ({ onAction, onConfirm, pending: new Set(chat.pendingConfirms), busy: chat.running, lang: lang() }),
+    () => ({ onAction, onConfirm, pending: new Set(chat.pendingConfirms), expiries: new Map(chat.expiries), busy: chat.busy, lang: lang() }),
     // A new object when what rows read from it changes.
-    [onAction, onConfirm, chat.running, [...chat.pendingConfirms].join(), lang()],
+    [onAction, onConfirm, chat.busy, [...chat.pendingConfirms].join(), [...chat.expiries].join(), lang()],
   );
 
   const loadOlder = useCallback(async () => {
@@ -161,9 +177,9 @@ export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: Cha
   };
 
   const send = useCallback(
-    (text: string, images: Parameters<ChatController["send"]>[1]) => {
+    (text: string, images: Parameters<ChatController["send"]>[1], strategy?: BusyStrategy) => {
       stick.current = true;
-      void chat.send(text, images);
+      void chat.send(text, images, strategy);
     },
     [chat],
   );
@@ -227,7 +243,8 @@ export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: Cha
           <PlusIcon /> <span class="btn-label">{t("chat.newThread")}</span>
         </button>
       </header>
-      <div class="scroller" ref={scroller} onScroll={onScroll}>
+      {/* Focusable: a conversation of text alone has nothing else to take focus, and keys must scroll it too. */}
+      <div class="scroller" ref={scroller} onScroll={onScroll} tabIndex={0}>
         <div class="log" role="log" aria-label={t("chat.log")} aria-busy={chat.running} data-testid="log">
           <div ref={sentinel} class="sentinel" />
           {chat.hasMore && (
@@ -249,9 +266,12 @@ export function Chat({ api, chat, zone, title, onNewThread, onOpenThreads }: Cha
           )}
           <Windowed items={items} scroller={scroller} atEnd={() => stick.current && restore.current == null} />
           {chat.running && <Progress step={chat.step} reconnecting={chat.reconnecting} />}
+          {chat.waiting.map((w) => (
+            <WaitingRow key={w.id} waiting={w} />
+          ))}
         </div>
       </div>
-      <Composer api={api} loading={chat.loading || chat.syncing} running={chat.running} stopping={chat.stopping} onSend={send} onStop={() => void chat.stop()} />
+      <Composer api={api} loading={chat.loading || chat.syncing} running={chat.busy} stopping={chat.stopping} onSend={send} onStop={() => void chat.stop()} />
     </div>
   );
 }

@@ -1,12 +1,14 @@
 // The composer: a growing text box (Enter sends, Shift+Enter breaks the
 // line), up to three images uploaded as soon as they are picked (previews,
-// and the server's refusal shown word for word), Send — or Stop while a
-// run is going.
+// and the server's refusal shown word for word), Send, and Stop while a
+// run is going. Sending while a run goes asks first what becomes of it:
+// Interrupt (it stops, what it said stays, this turn runs) or Queue (this
+// turn runs after it).
 
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { JSX } from "preact";
 import { ApiError, type Api, type Attachment } from "../api";
-import type { UploadedImage } from "../chat";
+import type { BusyStrategy, UploadedImage } from "../chat";
 import { t } from "../i18n";
 import { CloseIcon, ImageIcon, SendIcon, StopIcon } from "./icons";
 
@@ -27,7 +29,8 @@ export interface ComposerProps {
   loading: boolean;
   running: boolean;
   stopping: boolean;
-  onSend(text: string, images: UploadedImage[]): void;
+  /** `strategy`: sent while a run goes, what becomes of that run. */
+  onSend(text: string, images: UploadedImage[], strategy?: BusyStrategy): void;
   onStop(): void;
 }
 
@@ -37,12 +40,28 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
   const [text, setText] = useState("");
   const [picks, setPicks] = useState<Pick[]>([]);
   const [notice, setNotice] = useState<string | null>(null);
+  /** Sent while a run goes: the choice between Interrupt and Queue is open. */
+  const [choosing, setChoosing] = useState(false);
   const box = useRef<HTMLTextAreaElement>(null);
   const file = useRef<HTMLInputElement>(null);
+  const choice = useRef<HTMLDivElement>(null);
   const live = useRef(picks);
   live.current = picks;
 
   useEffect(() => () => live.current.forEach((p) => URL.revokeObjectURL(p.preview)), []);
+
+  // The choice takes focus as it opens, before the next key (Enter picks Interrupt, Tab reaches Queue).
+  useLayoutEffect(() => {
+    if (choosing) choice.current?.querySelector("button")?.focus();
+  }, [choosing]);
+
+  // The run ended while the user chose: nothing is left to choose, Enter sends plainly.
+  useEffect(() => {
+    if (running || !choosing) return;
+    const focused = choice.current?.contains(document.activeElement) ?? false;
+    setChoosing(false);
+    if (focused) box.current?.focus();
+  }, [running, choosing]);
 
   useEffect(() => {
     const el = box.current;
@@ -94,15 +113,25 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
 
   const uploading = picks.some((p) => p.state === "uploading");
   const ready = picks.filter((p) => p.state === "ready" && p.uploaded).map((p) => p.uploaded!);
-  const canSend = !loading && !running && !uploading && (text.trim().length > 0 || ready.length > 0);
+  const canSend = !loading && !uploading && (text.trim().length > 0 || ready.length > 0);
 
-  const send = () => {
+  const send = (strategy?: BusyStrategy) => {
     if (!canSend) return;
-    onSend(text, ready);
+    if (running && !strategy) {
+      setChoosing(true);
+      return;
+    }
+    onSend(text, ready, running ? strategy : undefined);
     setText("");
     picks.forEach((p) => URL.revokeObjectURL(p.preview));
     setPicks([]);
     setNotice(null);
+    setChoosing(false);
+    box.current?.focus();
+  };
+
+  const keepEditing = () => {
+    setChoosing(false);
     box.current?.focus();
   };
 
@@ -122,6 +151,40 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
       }}
       aria-label={t("composer.label")}
     >
+      {choosing && running && (
+        <div
+          ref={choice}
+          class="busy-choice"
+          role="group"
+          aria-labelledby="busy-choice-title"
+          data-testid="busy-choice"
+          onKeyDown={(e) => {
+            if (e.key === "Escape") {
+              e.preventDefault();
+              keepEditing();
+            }
+          }}
+        >
+          <span id="busy-choice-title" class="busy-choice-title">
+            {t("composer.busy")}
+          </span>
+          <button type="button" class="btn btn-primary" onClick={() => send("interrupt")} aria-describedby="busy-interrupt-help" title={t("composer.interruptHelp")} data-testid="send-interrupt">
+            {t("composer.interrupt")}
+          </button>
+          <span id="busy-interrupt-help" class="visually-hidden">
+            {t("composer.interruptHelp")}
+          </span>
+          <button type="button" class="btn" onClick={() => send("enqueue")} aria-describedby="busy-queue-help" title={t("composer.queueHelp")} data-testid="send-queue">
+            {t("composer.queue")}
+          </button>
+          <span id="busy-queue-help" class="visually-hidden">
+            {t("composer.queueHelp")}
+          </span>
+          <button type="button" class="btn btn-quiet" onClick={keepEditing}>
+            {t("composer.keepEditing")}
+          </button>
+        </div>
+      )}
       {(picks.length > 0 || notice) && (
         <div class="picks" aria-live="polite">
           {picks.map((p) => (
@@ -163,7 +226,7 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
           class="icon-btn"
           aria-label={t("composer.attach")}
           title={t("composer.attachTitle")}
-          disabled={running || picks.length >= MAX_IMAGES}
+          disabled={picks.length >= MAX_IMAGES}
           onClick={() => file.current?.click()}
         >
           <ImageIcon />
@@ -185,15 +248,14 @@ export function Composer({ api, loading, running, stopping, onSend, onStop }: Co
           readOnly={loading}
           aria-busy={loading}
         />
-        {running ? (
+        {running && (
           <button type="button" class="send stop" onClick={onStop} disabled={stopping} aria-label={stopping ? t("composer.stopping") : t("composer.stop")}>
             <StopIcon />
           </button>
-        ) : (
-          <button type="submit" class="send" disabled={!canSend} aria-label={t("composer.send")}>
-            <SendIcon />
-          </button>
         )}
+        <button type="submit" class="send" disabled={!canSend} aria-label={t("composer.send")}>
+          <SendIcon />
+        </button>
       </div>
     </form>
   );

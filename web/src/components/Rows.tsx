@@ -5,7 +5,8 @@
 import { memo } from "preact/compat";
 import type { JSX } from "preact";
 import { renderMarkdown } from "../markdown";
-import { t } from "../i18n";
+import { untilText } from "../approvals";
+import { dateLocale, t } from "../i18n";
 import { CONFIRM, SET_THEME, parseArgs } from "../tools";
 import { sameRow, type Row } from "../view";
 import { ToolIcon } from "./icons";
@@ -16,6 +17,8 @@ export interface RowActions {
   onConfirm(toolCallId: string, approved: boolean): void;
   /** Calls waiting for the user's decision. */
   pending: ReadonlySet<string>;
+  /** When pending calls expire (ms since the epoch), for those the server said. */
+  expiries: ReadonlyMap<string, number>;
   /** A run is going: cards' buttons wait. */
   busy: boolean;
   /** The app's language when drawn: a change redraws every row. */
@@ -82,6 +85,7 @@ function ConfirmCard({ row, actions }: { row: Extract<Row, { kind: "tool" }>; ac
   const details = typeof args.details === "string" ? args.details : "";
   const answer = row.result ? parseArgs(row.result) : null;
   const waiting = actions.pending.has(row.id);
+  const expires = waiting ? actions.expiries.get(row.id) : undefined;
   return (
     <div class="row row-assistant">
       <section class="confirm" aria-label={t("confirm.label")} data-testid="confirm-card">
@@ -92,14 +96,21 @@ function ConfirmCard({ row, actions }: { row: Extract<Row, { kind: "tool" }>; ac
             {answer.approved ? t("confirm.approved") : answer.dismissed ? t("confirm.dismissed") : t("confirm.denied")}
           </div>
         ) : waiting ? (
-          <div class="confirm-buttons">
-            <button type="button" class="btn btn-primary" disabled={actions.busy} onClick={() => actions.onConfirm(row.id, true)}>
-              {t("confirm.approve")}
-            </button>
-            <button type="button" class="btn btn-secondary" disabled={actions.busy} onClick={() => actions.onConfirm(row.id, false)}>
-              {t("confirm.deny")}
-            </button>
-          </div>
+          <>
+            <div class="confirm-buttons">
+              <button type="button" class="btn btn-primary" disabled={actions.busy} onClick={() => actions.onConfirm(row.id, true)}>
+                {t("confirm.approve")}
+              </button>
+              <button type="button" class="btn btn-secondary" disabled={actions.busy} onClick={() => actions.onConfirm(row.id, false)}>
+                {t("confirm.deny")}
+              </button>
+            </div>
+            {expires != null && (
+              <div class="confirm-expiry" data-testid="confirm-expiry">
+                {t("confirm.validUntil")} <time dateTime={new Date(expires).toISOString()}>{untilText(expires, Date.now(), dateLocale())}</time>
+              </div>
+            )}
+          </>
         ) : (
           <div class="confirm-answer">{t("confirm.waiting")}</div>
         )}
@@ -159,7 +170,11 @@ function RowView({ row, actions }: { row: Row; actions: RowActions }): JSX.Eleme
 export const MemoRow = memo(RowView, (a, b) => {
   if (!sameRow(a.row, b.row) || a.actions.lang !== b.actions.lang) return false;
   if (a.row.kind === "tool" && a.row.name === CONFIRM) {
-    return a.actions.busy === b.actions.busy && a.actions.pending.has(a.row.id) === b.actions.pending.has(b.row.id);
+    return (
+      a.actions.busy === b.actions.busy &&
+      a.actions.pending.has(a.row.id) === b.actions.pending.has(b.row.id) &&
+      a.actions.expiries.get(a.row.id) === b.actions.expiries.get(b.row.id)
+    );
   }
   if (a.row.kind === "card") return a.actions.busy === b.actions.busy;
   return true;
