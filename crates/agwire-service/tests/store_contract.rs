@@ -1106,6 +1106,9 @@ mod sqlite {
         for sql in [
             "PRAGMA user_version = 7".to_owned(),
             // (Undo what later migrations added.)
+            "DROP TRIGGER runs_end_webhook".to_owned(),
+            "DROP TABLE webhook_outbox".to_owned(),
+            "DROP TABLE webhook_settings".to_owned(),
             "ALTER TABLE runs DROP COLUMN runtime_mode".to_owned(),
             "ALTER TABLE runs DROP COLUMN options".to_owned(),
             "ALTER TABLE runs DROP COLUMN stop_requested".to_owned(),
