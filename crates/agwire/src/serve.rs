@@ -52,10 +52,10 @@ pub(crate) struct ServeArgs {
     /// Allow a non-loopback address although authentication is not configured.
     #[arg(long)]
     insecure_no_auth: bool,
-    /// Where run ends are posted as signed webhooks ([webhooks] url).
+    /// Where run ends are posted as signed webhooks (`[webhooks] url`).
     #[arg(long, env = "AGWIRE_WEBHOOK_URL")]
     webhook_url: Option<String>,
-    /// The webhooks' signing secret, whsec_… ([webhooks] secret).
+    /// The webhooks' signing secret, whsec_… (`[webhooks] secret`).
     #[arg(long, env = "AGWIRE_WEBHOOK_SECRET", hide_env_values = true)]
     webhook_secret: Option<String>,
     /// A run posted to a thread with an active run, unless its request says
