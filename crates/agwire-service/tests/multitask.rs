@@ -10,10 +10,10 @@ use crate::common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use agwire_client::core::{Event, RunFinishedOutcome};
+use agwire_client::core::RunFinishedOutcome;
 use agwire_service::auth::Auth;
 use agwire_service::{BuiltinAgent, Config};
-use common::{body, events, get_json, post, said, start, status, wait_status};
+use common::{body, events, history, outcome, post, said, start, status, wait_status};
 use serde_json::{Value, json};
 
 /// 78 words: seconds of answer at 40 ms a word, however loaded the machine.
@@ -31,28 +31,6 @@ async fn post_to(addr: SocketAddr, path: &str, body: &Value) -> reqwest::Respons
         .send()
         .await
         .unwrap()
-}
-
-fn outcome(log: &[(u64, Event)]) -> Option<RunFinishedOutcome> {
-    match log.last() {
-        Some((_, Event::RunFinished(e))) => e.outcome.clone(),
-        other => panic!("not finished: {other:?}"),
-    }
-}
-
-async fn history(addr: SocketAddr, thread: &str) -> Vec<(String, String)> {
-    let snapshot = get_json(addr, &format!("/api/v1/agent/history?threadId={thread}")).await;
-    snapshot["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap().to_owned(),
-                m["content"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
 }
 
 fn turn(user: &str, answer: &str) -> [(String, String); 2] {

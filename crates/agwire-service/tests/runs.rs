@@ -13,7 +13,7 @@ use agwire_client::core::{Event, RunAgentInput, RunFinishedOutcome};
 use agwire_service::auth::{Auth, sign_jwt};
 use agwire_service::run::MultitaskStrategy;
 use agwire_service::{BuiltinAgent, Config};
-use common::{body, events, get_json, post, said, start, status, wait_status};
+use common::{body, events, get_json, history, outcome, post, said, start, status, wait_status};
 use serde_json::{Value, json};
 
 fn enqueue() -> Config {
@@ -45,28 +45,6 @@ fn assert_valid_run(log: &[(u64, Event)], thread: &str, run_id: &str) {
     }
     let seqs: Vec<u64> = log.iter().map(|(s, _)| *s).collect();
     assert_eq!(seqs, (1..=log.len() as u64).collect::<Vec<_>>());
-}
-
-fn outcome(log: &[(u64, Event)]) -> Option<RunFinishedOutcome> {
-    match log.last() {
-        Some((_, Event::RunFinished(e))) => e.outcome.clone(),
-        other => panic!("not finished: {other:?}"),
-    }
-}
-
-async fn history(addr: std::net::SocketAddr, thread: &str) -> Vec<(String, String)> {
-    let snapshot = get_json(addr, &format!("/api/v1/agent/history?threadId={thread}")).await;
-    snapshot["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap().to_owned(),
-                m["content"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -551,3 +551,27 @@ pub async fn http_agent(spec: &Value) -> Option<Value> {
 
 use agwire_testkit::http_agent as http_agent_peer;
 pub use agwire_testkit::peers;
+
+/// How a run's log ended (`RUN_FINISHED`'s outcome); panics if it did not finish.
+pub fn outcome(log: &[(u64, Event)]) -> Option<agwire_client::core::RunFinishedOutcome> {
+    match log.last() {
+        Some((_, Event::RunFinished(e))) => e.outcome.clone(),
+        other => panic!("not finished: {other:?}"),
+    }
+}
+
+/// Today's history of a thread as (role, text) pairs.
+pub async fn history(addr: SocketAddr, thread: &str) -> Vec<(String, String)> {
+    let snapshot = get_json(addr, &format!("/api/v1/agent/history?threadId={thread}")).await;
+    snapshot["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
