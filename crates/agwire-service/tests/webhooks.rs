@@ -207,6 +207,19 @@ async fn a_receiver_that_hangs_holds_no_run_up_and_private_addresses_are_refused
         );
         wait_status(server.addr, run, "succeeded").await;
     }
+    // The hanging attempts give up at the request timeout and count as
+    // failed (without a timeout they would hang on and never count).
+    until(
+        "the hanging attempts time out",
+        Duration::from_secs(40),
+        async || {
+            metrics(server.addr).await.lines().any(|l| {
+                l.starts_with("agwire_webhook_deliveries_total{outcome=\"failed\"}")
+                    && !l.ends_with(" 0")
+            })
+        },
+    )
+    .await;
 
     // A name that resolves to loopback, without allow_private: refused at
     // every delivery (DNS cannot point a webhook into the service's network).
