@@ -51,6 +51,34 @@ pub struct Config {
     pub llm: LlmConfig,
     /// Signed webhooks on run end.
     pub webhooks: crate::webhooks::WebhooksConfig,
+    /// Per-user limits.
+    pub quotas: QuotasConfig,
+}
+
+/// `[quotas]`: what each user may use, held in the store (so every replica
+/// on one database counts together). Past a quota a run is refused with 429
+/// `quota exceeded: …` and `Retry-After`, before anything is written;
+/// `GET /api/v1/me/usage` shows a user their counts. Both are off unless
+/// set.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuotasConfig {
+    /// Runs a user may start in any 60 seconds (a sliding minute; automation
+    /// jobs' runs count too).
+    pub runs_per_minute: Option<std::num::NonZeroU32>,
+    /// Tokens (the runs' own usage: input and output) a user's runs may use
+    /// in a UTC day; once reached, new runs wait for 00:00 UTC.
+    pub tokens_per_day: Option<std::num::NonZeroU64>,
+}
+
+impl QuotasConfig {
+    /// The limits as the store checks them.
+    pub fn limits(&self) -> agwire_store::Quotas {
+        agwire_store::Quotas {
+            runs_per_minute: self.runs_per_minute.map(std::num::NonZeroU32::get),
+            tokens_per_day: self.tokens_per_day.map(std::num::NonZeroU64::get),
+        }
+    }
 }
 
 /// `[llm]`: an OpenAI-compatible provider, or a GGUF model run in-process
@@ -126,6 +154,7 @@ impl Default for Config {
             agents_file: None,
             llm: LlmConfig::default(),
             webhooks: crate::webhooks::WebhooksConfig::default(),
+            quotas: QuotasConfig::default(),
         }
     }
 }

@@ -147,6 +147,7 @@ impl Service {
         shared.options = Options::of(config);
         shared.engine.max_concurrent = config.runs.max_concurrent;
         shared.engine.tool_call_ttl = config.runs.pending_tool_call_ttl;
+        shared.engine.quotas = config.quotas.limits();
         self
     }
 

@@ -15,6 +15,7 @@ mod jwks;
 mod local_model;
 mod multitask;
 mod pipeline;
+mod quotas;
 mod runs;
 mod service;
 mod store_contract;

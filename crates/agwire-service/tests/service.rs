@@ -285,6 +285,7 @@ async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
                         output: &[],
                         ui_schema: None,
                         calls_expire_at: None,
+                        tokens: 0,
                     };
                     store.end_run(&accepted.task_id, &ending, 3).await.unwrap();
                 }
@@ -811,6 +812,7 @@ fn new_run<'a>(input: &'a agwire_core::RunAgentInput, hash: &'a str, now_ms: i64
         mode: None,
         options: &RunOptions::NONE,
         admission: Admission::default(),
+        quotas: Default::default(),
         now_ms,
         start: None,
     }

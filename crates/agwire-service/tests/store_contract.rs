@@ -6,6 +6,7 @@
 
 mod approvals;
 mod multitask;
+mod quotas;
 mod webhooks;
 
 use std::sync::{Arc, Mutex};
@@ -63,6 +64,7 @@ fn new_run<'a>(user: &'a str, input: &'a RunAgentInput, hash: &'a str) -> NewRun
         mode: None,
         options: &RunOptions::NONE,
         admission: Admission::default(),
+        quotas: Default::default(),
         now_ms: 1,
         start: None,
     }
@@ -125,6 +127,7 @@ async fn end(
         output,
         ui_schema: None,
         calls_expire_at: None,
+        tokens: 0,
     };
     store.end_run(task_id, &ending, 3).await.unwrap()
 }
@@ -659,6 +662,7 @@ async fn an_ended_run_has_a_valid_log_and_its_final_state_never_changes() {
             output: &[],
             ui_schema: None,
             calls_expire_at: None,
+            tokens: 0,
         };
         assert_eq!(
             store.end_run(&accepted.task_id, &ending, 3).await.unwrap(),
@@ -1106,6 +1110,8 @@ mod sqlite {
         for sql in [
             "PRAGMA user_version = 7".to_owned(),
             // (Undo what later migrations added.)
+            "DROP INDEX runs_by_user_created".to_owned(),
+            "DROP TABLE token_usage".to_owned(),
             "DROP TRIGGER runs_end_webhook".to_owned(),
             "DROP TABLE webhook_outbox".to_owned(),
             "DROP TABLE webhook_settings".to_owned(),
@@ -1464,6 +1470,7 @@ async fn a_runs_last_events_are_written_with_its_end_and_only_a_running_runs() {
             output: &[],
             ui_schema: None,
             calls_expire_at: None,
+            tokens: 0,
         };
         assert_eq!(
             store.end_run(&accepted.task_id, &ending, 3).await.unwrap(),
@@ -1682,6 +1689,7 @@ async fn a_batch_postgresql_undid_goes_again_call_by_call() {
                 output: &[],
                 ui_schema: None,
                 calls_expire_at: None,
+                tokens: 0,
             };
             let (a, b) = tokio::join!(
                 store.append_events(&tasks[0].2, &starts[0]),
@@ -1815,6 +1823,7 @@ async fn turn_until(
         output: &output,
         ui_schema: None,
         calls_expire_at: expire_at,
+        tokens: 0,
     };
     store.end_run(&accepted.task_id, &ending, 3).await?;
     Ok(())
@@ -2435,6 +2444,7 @@ async fn a_value_one_call_cannot_store_fails_that_call_only() {
                         output: std::slice::from_ref(&ask),
                         ui_schema: None,
                         calls_expire_at: None,
+                        tokens: 0,
                     };
                     return store.end_run(&task_id, &ending, 3).await.map(|_| ());
                 }
@@ -2492,6 +2502,7 @@ async fn history_reads_one_day_of_shown_messages_by_index() {
                 output: &output,
                 ui_schema: None,
                 calls_expire_at: None,
+                tokens: 0,
             };
             store
                 .end_run(&accepted.task_id, &ending, now + 1000)

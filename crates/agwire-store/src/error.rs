@@ -75,6 +75,15 @@ pub enum Error {
         /// The `toolCallId` answered.
         tool_call_id: String,
     },
+    /// The user is past one of their quotas: the run is refused (nothing
+    /// written) and may be posted again this long from now.
+    #[error("quota exceeded: {quota}")]
+    QuotaExceeded {
+        /// The quota.
+        quota: crate::Quota,
+        /// How long until the run would be accepted (ms; at least 1).
+        retry_after_ms: i64,
+    },
     /// The thread is an automation job's: it goes when the job does.
     #[error("the thread belongs to automation job {job_id}")]
     ThreadOfJob {

@@ -8,6 +8,7 @@ mod group;
 mod jobs;
 mod postgres;
 mod profiles;
+mod quotas;
 mod rules;
 mod run;
 mod runs;
@@ -25,6 +26,7 @@ pub use error::Error;
 pub use jobs::{JobRecord, JobStore};
 pub use postgres::PgStore;
 pub use profiles::ProfileStore;
+pub use quotas::{DAY_MS, Quota, Quotas, RUN_WINDOW_MS, Usage, day_ends, run_tokens, utc_day};
 pub use rules::{
     DERIVED_TITLE_CHARS, REFERENCE_PREFIX, derived_title, image_references, is_attachment_id, shown,
 };

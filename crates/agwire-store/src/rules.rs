@@ -125,6 +125,8 @@ pub(crate) struct Accept {
     pub(crate) options: Option<String>,
     /// What to do when the thread has an active run.
     pub(crate) strategy: crate::MultitaskStrategy,
+    /// The user's limits.
+    pub(crate) quotas: crate::Quotas,
     pub(crate) dedupe: bool,
     /// The `toolCallId`s the turn's tool messages answer (see
     /// [`crate::RunStore::accept_run`]).
@@ -196,6 +198,7 @@ impl Accept {
             mode: run.mode.map(crate::run::RuntimeMode::as_str),
             options: run.options.to_stored()?,
             strategy: run.admission.strategy,
+            quotas: run.quotas,
             dedupe,
             answers,
             strict_answers: !run.admission.whole_history,
@@ -233,6 +236,8 @@ pub(crate) struct End {
     pub(crate) status: RunStatus,
     pub(crate) error: Option<String>,
     pub(crate) usage: Option<String>,
+    /// What the usage adds up to, for the user's count of the day.
+    pub(crate) tokens: i64,
     /// The events before the terminal one not yet in the log.
     pub(crate) events: Vec<String>,
     pub(crate) terminal: String,
@@ -308,6 +313,7 @@ impl End {
             status: ending.status,
             error: ending.error.map(serde_json::Value::to_string),
             usage: ending.usage.map(serde_json::Value::to_string),
+            tokens: i64::try_from(ending.tokens).unwrap_or(i64::MAX),
             events: ending.events.iter().map(Event::to_json).collect(),
             terminal: ending.terminal.to_json(),
             output: ending.output.iter().map(row).collect::<Result<_, _>>()?,

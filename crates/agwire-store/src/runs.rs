@@ -8,6 +8,7 @@ use async_trait::async_trait;
 
 use crate::Store;
 use crate::error::Error;
+use crate::quotas::Quotas;
 #[cfg(doc)]
 use crate::run::MultitaskStrategy;
 use crate::run::{Admission, RunOptions, RunStatus, RuntimeMode};
@@ -28,6 +29,8 @@ pub struct NewRun<'a> {
     pub options: &'a RunOptions,
     /// Busy-thread and history rules.
     pub admission: Admission,
+    /// The limits its user's counts are checked against (service-wide).
+    pub quotas: Quotas,
     /// When (ms since the epoch).
     pub now_ms: i64,
     /// Take the run for execution in the same write when it can start at
@@ -205,6 +208,9 @@ pub struct Ending<'a> {
     pub error: Option<&'a serde_json::Value>,
     /// Token usage (AG-UI `TokenUsage`).
     pub usage: Option<&'a serde_json::Value>,
+    /// The tokens that usage adds up to ([`crate::run_tokens`]): added to
+    /// its user's count for the UTC day it ends (`tokens_per_day`).
+    pub tokens: u64,
     /// The run's events not yet in its log (none after its terminal one):
     /// written before the terminal event, in the same transaction — a run's
     /// last events and its end are one write, not two.
@@ -260,7 +266,11 @@ pub trait RunStore: Send + Sync {
     /// nothing is. Rules, in order: the same `(user, runId)` with the same
     /// request hash answers the original acceptance again (`replayed`,
     /// nothing stored); with another hash or thread it is
-    /// [`Error::RunIdReused`]; a thread of another user is
+    /// [`Error::RunIdReused`]; a user past `run.quotas` — as many runs
+    /// accepted in the last [`crate::RUN_WINDOW_MS`] as `runs_per_minute`,
+    /// or as many tokens counted for the UTC day of `now_ms` as
+    /// `tokens_per_day` — is [`Error::QuotaExceeded`] (checked so that
+    /// accepts on every process sharing the store see one count); a thread of another user is
     /// [`Error::ThreadNotFound`]; on a thread with an active run,
     /// `admission.strategy` decides: [`MultitaskStrategy::Reject`] is
     /// [`Error::ThreadBusy`]; [`MultitaskStrategy::Enqueue`] accepts the run
@@ -318,7 +328,8 @@ pub trait RunStore: Send + Sync {
     /// `RUN_STARTED` first if its log is still empty; then its terminal
     /// event. A run an accept marked to stop with
     /// [`MultitaskStrategy::Rollback`] adds nothing to its thread (its log
-    /// still ends as given). A crash leaves all of it or none. Returns the terminal event's
+    /// still ends as given). Its [`Ending::tokens`] are added to its user's
+    /// count for the UTC day of `now_ms`. A crash leaves all of it or none. Returns the terminal event's
     /// number (the remaining events are numbered just before it), or `None`
     /// when the run had already ended (nothing is written: a final state
     /// never changes).
@@ -328,6 +339,9 @@ pub trait RunStore: Send + Sync {
         ending: &Ending<'_>,
         now_ms: i64,
     ) -> Result<Option<u64>, Error>;
+
+    /// `user`'s counts at `now_ms`, as the quotas read them.
+    async fn usage(&self, user: &str, now_ms: i64) -> Result<crate::Usage, Error>;
 
     /// Cancels a run that has not started (`queued` → `cancelled`) and writes
     /// `events` (its whole log) in the same transaction; its waiting messages

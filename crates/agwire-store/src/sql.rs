@@ -27,6 +27,22 @@ pub(crate) const JOB_CONFIG: &str =
 pub(crate) const SET_SETTINGS: &str = "INSERT INTO users (id, settings, updated_at) \
      VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET settings = $2, updated_at = $3";
 
+// --- quotas ----------------------------------------------------------------
+
+/// When the user's `$3`-th most recent run (counting from 0) of those
+/// accepted after `$2` was accepted: `$1` the user. A row means the user has
+/// more than `$3` runs in the window.
+pub(crate) const NTH_RECENT_RUN: &str = "SELECT created_at FROM runs \
+     WHERE user_id = $1 AND created_at > $2 ORDER BY created_at DESC LIMIT 1 OFFSET $3";
+
+/// How many runs the user accepted after a time: `$1` the user, `$2` the time.
+pub(crate) const RUNS_SINCE: &str =
+    "SELECT COUNT(*) FROM runs WHERE user_id = $1 AND created_at > $2";
+
+/// The tokens counted for a user on a UTC day: `$1` the user, `$2` the day.
+pub(crate) const TOKENS_ON_DAY: &str =
+    "SELECT tokens FROM token_usage WHERE user_id = $1 AND day = $2";
+
 // --- threads ---------------------------------------------------------------
 
 /// A thread's owner: `$1` the thread.

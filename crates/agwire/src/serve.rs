@@ -58,6 +58,12 @@ pub(crate) struct ServeArgs {
     /// The webhooks' signing secret, whsec_… (`[webhooks] secret`).
     #[arg(long, env = "AGWIRE_WEBHOOK_SECRET", hide_env_values = true)]
     webhook_secret: Option<String>,
+    /// Runs a user may start in any 60 seconds (`[quotas] runs_per_minute`).
+    #[arg(long, env = "AGWIRE_QUOTA_RUNS_PER_MINUTE", value_name = "N")]
+    quota_runs_per_minute: Option<std::num::NonZeroU32>,
+    /// Tokens a user's runs may use in a UTC day (`[quotas] tokens_per_day`).
+    #[arg(long, env = "AGWIRE_QUOTA_TOKENS_PER_DAY", value_name = "N")]
+    quota_tokens_per_day: Option<std::num::NonZeroU64>,
     /// A run posted to a thread with an active run, unless its request says
     /// (`?multitask_strategy=`): reject (409), enqueue, interrupt or rollback.
     #[arg(long, env = "AGWIRE_BUSY_THREAD", value_parser = ["reject", "enqueue", "interrupt", "rollback"])]
@@ -143,6 +149,12 @@ impl ServeArgs {
         }
         if let Some(secret) = &self.webhook_secret {
             config.webhooks.secret = Some(secret.clone());
+        }
+        if let Some(limit) = self.quota_runs_per_minute {
+            config.quotas.runs_per_minute = Some(limit);
+        }
+        if let Some(limit) = self.quota_tokens_per_day {
+            config.quotas.tokens_per_day = Some(limit);
         }
         if let Some(strategy) = self
             .busy_thread

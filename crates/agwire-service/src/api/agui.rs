@@ -102,6 +102,8 @@ impl From<IntakeError> for ApiError {
         (status = 413, description = "`RunAgentInput payload exceeds size limit`", body = Detail),
         (status = 415, description = "`Content-Type must be application/json`", body = Detail),
         (status = 422, description = "`multitask_strategy must be one of reject, enqueue, interrupt, rollback`, `invalid RunAgentInput: <what>`, `threadId must be 1 to 128 characters`, `runId must not be empty`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, a frontend tool named like a backend tool, or `invalid RunAgentInput: <pointer> must not contain the NUL character (U+0000)`", body = Detail),
+        (status = 429, description = "`quota exceeded: <n> runs per minute` or `quota exceeded: <n> tokens per day` (the service's `[quotas]`), with `Retry-After` (seconds); checked after the re-post rule, so a re-post of an accepted run is answered again", body = Detail,
+            headers(("Retry-After" = u64, description = "Seconds until a run would be accepted"))),
         (status = 503, description = "`the server is shutting down; retry shortly`", body = Detail),
     )
 )]

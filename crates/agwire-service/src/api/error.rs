@@ -15,6 +15,8 @@ pub struct ApiError {
     detail: String,
     /// 401s say how to authenticate (`WWW-Authenticate: Bearer`).
     bearer: bool,
+    /// 429s say when to try again (`Retry-After`, seconds).
+    retry_after: Option<u64>,
 }
 
 /// The body of every error answer.
@@ -44,6 +46,7 @@ impl ApiError {
             status,
             detail: detail.into(),
             bearer: false,
+            retry_after: None,
         }
     }
 
@@ -55,6 +58,11 @@ impl ApiError {
     /// 422: the request is well-formed but breaks a rule.
     pub(crate) fn unprocessable(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+    }
+
+    /// Its `Retry-After`, when it has one (seconds).
+    pub fn retry_after(&self) -> Option<u64> {
+        self.retry_after
     }
 
     /// 401, with `WWW-Authenticate: Bearer`.
@@ -105,6 +113,23 @@ impl From<Error> for ApiError {
                 StatusCode::CONFLICT,
                 format!("tool call {tool_call_id} expired"),
             ),
+            Error::Store(StoreError::QuotaExceeded {
+                quota,
+                retry_after_ms,
+            }) => Self {
+                // Whole seconds (RFC 9110), rounded up: a client that waits
+                // that long is not refused again for the same count.
+                retry_after: Some(
+                    u64::try_from(retry_after_ms)
+                        .unwrap_or(1)
+                        .div_ceil(1000)
+                        .max(1),
+                ),
+                ..Self::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("quota exceeded: {quota}"),
+                )
+            },
             Error::Store(StoreError::ThreadOfJob { job_id }) => Self::new(
                 StatusCode::CONFLICT,
                 format!("thread belongs to automation job {job_id}: delete the job first"),
@@ -156,6 +181,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

@@ -20,6 +20,7 @@ mod runs;
 mod serve;
 mod stream;
 mod threads;
+mod usage;
 pub mod validate;
 
 use std::time::Duration;
@@ -135,6 +136,7 @@ impl Service {
                 threads::remove
             )))
             .routes(small(routes!(profile::get_profile, profile::patch_profile)))
+            .routes(small(routes!(usage::get_usage)))
             .routes(small(routes!(attachments::download)))
             .routes(small(routes!(jobs::create, jobs::list)))
             .routes(small(routes!(jobs::read, jobs::update, jobs::remove)))

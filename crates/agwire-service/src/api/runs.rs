@@ -145,6 +145,8 @@ pub(super) struct CancelRequested {
         (status = 413, description = "`RunAgentInput payload exceeds size limit`", body = Detail),
         (status = 415, description = "`Content-Type must be application/json`", body = Detail),
         (status = 422, description = "`multitask_strategy must be one of reject, enqueue, interrupt, rollback`; then validation, first failing rule in this order: `invalid RunAgentInput: <what>`, `threadId must be a valid UUID`, `runId exceeds length limit`, `RunAgentInput.messages exceeds limit`, `RunAgentInput user message text exceeds limit`, `invalid RunAgentInput.forwardedProps`, `RunAgentInput.messages must contain exactly one user message`, `RunAgentInput.messages[0].role must be user`, `binary content requires image mimeType`, `binary content requires url`, `binary content data is not allowed`, `Too many attachments`, `binary content url is not a valid signed URL`, `invalid client_time.device_timezone`, `invalid client_time.client_now_iso`, `invalid client_time.client_epoch_ms`, `RunAgentInput.tools: '<name>' is the name of a backend tool; frontend tools must not reuse it`.", body = Detail),
+        (status = 429, description = "`quota exceeded: <n> runs per minute` or `quota exceeded: <n> tokens per day` (the service's `[quotas]`), with `Retry-After` (seconds); checked after the re-post rule, so a re-post of an accepted run is answered again", body = Detail,
+            headers(("Retry-After" = u64, description = "Seconds until a run would be accepted"))),
         (status = 503, description = "`the server is shutting down; retry shortly`", body = Detail),
     )
 )]

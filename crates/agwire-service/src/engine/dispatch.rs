@@ -45,6 +45,7 @@ impl Engine {
             output: &[],
             ui_schema: None,
             calls_expire_at: None,
+            tokens: 0,
         };
         if let Some(seq) = self.store.end_run(&run.task_id, &ending, now_ms()).await? {
             self.hub.publish(&run.task_id, seq, error);

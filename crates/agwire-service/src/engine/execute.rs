@@ -166,6 +166,7 @@ impl Engine {
             output_tokens = tokens(usage, |u| u.output_tokens),
             "run ended"
         );
+        let tokens = usage.map_or(0, |entries| agwire_store::run_tokens(entries));
         let usage = usage.and_then(|u| serde_json::to_value(u).ok());
         // Tool messages too: the runtime needs them; history never shows them.
         let output: Vec<agwire_core::Message> = said
@@ -195,6 +196,7 @@ impl Engine {
             output: &output,
             ui_schema: ui_schema.as_ref(),
             calls_expire_at: Some(calls_expire_at),
+            tokens,
         };
         let started = std::time::Instant::now();
         match self.store.end_run(task_id, &ending, now_ms()).await {

@@ -69,6 +69,8 @@ pub struct Engine {
     /// How long a frontend tool call a run leaves pending waits for its
     /// answer.
     pub(crate) tool_call_ttl: Duration,
+    /// Per-user limits every accept is checked against.
+    pub(crate) quotas: agwire_store::Quotas,
     /// Cancelled to cancel every run in progress.
     shutdown: CancellationToken,
     /// The cancel token of each run executing on this process.
@@ -109,6 +111,7 @@ impl Engine {
             metrics: Arc::default(),
             max_concurrent: crate::config::RunsConfig::default().max_concurrent,
             tool_call_ttl: crate::config::RunsConfig::default().pending_tool_call_ttl,
+            quotas: agwire_store::Quotas::default(),
             shutdown: CancellationToken::new(),
             running: Arc::default(),
             executions: TaskTracker::new(),
@@ -251,6 +254,7 @@ impl Engine {
                     mode: run.mode,
                     options: &run.options,
                     admission: run.admission,
+                    quotas: engine.quotas,
                     now_ms: now_ms(),
                     start: start.as_ref(),
                 })

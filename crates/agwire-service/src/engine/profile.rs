@@ -44,3 +44,26 @@ impl Engine {
             .unwrap_or(jiff::tz::TimeZone::UTC))
     }
 }
+
+/// A user's counts beside the quotas they are held to, at one moment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UsageNow {
+    /// The counts.
+    pub(crate) usage: agwire_store::Usage,
+    /// The limits (`None`: none).
+    pub(crate) quotas: agwire_store::Quotas,
+    /// When they were read (ms since the epoch).
+    pub(crate) at_ms: i64,
+}
+
+impl Engine {
+    /// `user`'s counts now, with the service's quotas.
+    pub(crate) async fn usage(&self, user: &str) -> Result<UsageNow, Error> {
+        let at_ms = now_ms();
+        Ok(UsageNow {
+            usage: self.store.usage(user, at_ms).await?,
+            quotas: self.quotas,
+            at_ms,
+        })
+    }
+}

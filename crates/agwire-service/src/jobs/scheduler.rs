@@ -60,14 +60,16 @@ impl Scheduler {
                     return Ok(started);
                 }
                 // A tick that can never be accepted (its thread is not the
-                // job owner's, the run id was used for another request) is
-                // skipped, not retried every second.
+                // job owner's, the run id was used for another request), or
+                // not now (its owner is past a quota), is skipped, not
+                // retried every second.
                 Err(
                     error @ Error::Store(
                         StoreError::ThreadNotFound
                         | StoreError::RunIdReused { .. }
                         | StoreError::RunIdInFlight { .. }
-                        | StoreError::ThreadBusy,
+                        | StoreError::ThreadBusy
+                        | StoreError::QuotaExceeded { .. },
                     ),
                 ) => {
                     tracing::warn!(job = job.id, %error, "a job's tick cannot run; skipping it");

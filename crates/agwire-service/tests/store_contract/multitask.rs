@@ -45,6 +45,7 @@ async fn end_cancelled(
         output,
         ui_schema: None,
         calls_expire_at: None,
+        tokens: 0,
     };
     assert!(store.end_run(task_id, &ending, 3).await.unwrap().is_some());
 }

@@ -11,8 +11,8 @@
 //!
 //! A few lanes take batches side by side, so a lone request never waits for
 //! another's commit and the database's cores are used. A batch's calls are
-//! ordered by thread (in arrival order within one), so two batches take
-//! their threads' locks in one order and never wait for each other in a
+//! ordered by user and thread (in arrival order within one), so two batches
+//! take their users' and threads' locks in one order and never wait for each other in a
 //! circle. A batch the database undoes as a whole (a deadlock with another
 //! replica, two first posts of one runId racing) wrote nothing: its calls
 //! go again one by one ([`super::runs::accept_alone`]), and only a bad one
@@ -78,6 +78,8 @@ impl Call {
             "owner": run.start.as_ref().map(|_| replica),
             "answers": run.answers,
             "strict": run.strict_answers,
+            "runs_per_minute": run.quotas.runs_per_minute,
+            "tokens_per_day": run.quotas.tokens_per_day,
         })
     }
 }
@@ -135,10 +137,11 @@ impl Commit for AcceptMany {
     type Call = Call;
     type Failure = sqlx::Error;
 
-    /// By thread, stable (one thread's calls keep their arrival order): two
-    /// groups take their threads' locks in one order.
+    /// By user, then thread, stable (one thread's calls keep their arrival
+    /// order): two groups take their users' quota locks and their threads'
+    /// locks in one order (a thread is its user's).
     fn arrange(&self, group: &mut Vec<Call>, _later: &mut Vec<Call>) {
-        group.sort_by(|a, b| a.run.thread_id.cmp(&b.run.thread_id));
+        group.sort_by(|a, b| (&a.run.user, &a.run.thread_id).cmp(&(&b.run.user, &b.run.thread_id)));
     }
 
     async fn together(&self, group: &mut Vec<Call>) -> Result<(), sqlx::Error> {

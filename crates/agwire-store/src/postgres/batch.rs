@@ -50,6 +50,7 @@ impl EndCall {
             "call_names": end.asked.iter().map(|c| &c.1).collect::<Vec<_>>(),
             "call_args": end.asked.iter().map(|c| &c.2).collect::<Vec<_>>(),
             "calls_expire_at": end.calls_expire_at,
+            "tokens": end.tokens,
         })
     }
 
@@ -70,7 +71,7 @@ impl EndCall {
             }
         }
         let terminal = sqlx::query_scalar(
-            "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
         )
         .bind(&self.task_id)
         .bind(end.status.as_str())
@@ -93,6 +94,7 @@ impl EndCall {
         .bind(end.asked.iter().map(|c| c.2.as_str()).collect::<Vec<_>>())
         .bind(end.output.iter().map(|m| m.shown).collect::<Vec<_>>())
         .bind(end.calls_expire_at)
+        .bind(end.tokens)
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -107,8 +109,8 @@ enum Write {
         task_id: String,
         events: Vec<String>,
     },
-    /// A run's end.
-    End(EndCall),
+    /// A run's end (boxed: far larger than an append, and far rarer).
+    End(Box<EndCall>),
 }
 
 impl Write {
@@ -177,7 +179,7 @@ impl Writer {
     /// Ends a run: its terminal event's number, or `None` when it had
     /// already ended (see `agwire_end`).
     pub(super) async fn end(&self, call: EndCall) -> Result<Option<i64>, Error> {
-        self.call(Write::End(call)).await
+        self.call(Write::End(Box::new(call))).await
     }
 
     async fn call(&self, write: Write) -> Result<Option<i64>, Error> {

@@ -32,13 +32,19 @@
 -- `p_title`: what the turn's first user message calls the thread (kept if
 -- the thread has no name yet and the messages go in now); `p_attachments`:
 -- the attachments the turn's images refer to, recorded with the thread (the
--- user's own only).
+-- user's own only). `p_runs_per_minute`, `p_tokens_per_day`: the user's
+-- quotas (NULL: none), checked after the replay rule and before anything is
+-- written — outcome `quota_runs` or `quota_tokens`, with the ms until a
+-- retry would pass in `task_id`. With a runs quota, the user's accepts take
+-- their turns on a lock of the user's (an advisory lock held to the
+-- commit), so two replicas never both take the last place.
 CREATE OR REPLACE FUNCTION agwire_accept(
     p_task TEXT, p_user TEXT, p_thread TEXT, p_run TEXT, p_hash TEXT, p_input TEXT,
     p_mode TEXT, p_options TEXT, p_strategy TEXT, p_dedupe BOOLEAN,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_pending TEXT, p_now BIGINT,
     p_owner TEXT, p_lease_ms BIGINT, p_answers TEXT[], p_strict BOOLEAN,
-    p_shown BOOLEAN[], p_title TEXT, p_attachments TEXT[]
+    p_shown BOOLEAN[], p_title TEXT, p_attachments TEXT[], p_runs_per_minute INT,
+    p_tokens_per_day BIGINT
 ) RETURNS TABLE (outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN, stopped JSONB)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -54,6 +60,8 @@ DECLARE
     v_start BOOLEAN;
     v_answer TEXT;
     v_call RECORD;
+    v_nth BIGINT;
+    v_tokens BIGINT;
 BEGIN
     SELECT r.task_id, r.thread_id, r.request_hash, r.created_thread INTO v_existing
     FROM runs r WHERE r.user_id = p_user AND r.run_id = p_run;
@@ -65,6 +73,27 @@ BEGIN
                                 NULL::JSONB;
         END IF;
         RETURN;
+    END IF;
+    IF p_runs_per_minute IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('agwire quota ' || p_user, 0));
+        SELECT r.created_at INTO v_nth FROM runs r
+        WHERE r.user_id = p_user AND r.created_at > p_now - 60000
+        ORDER BY r.created_at DESC LIMIT 1 OFFSET p_runs_per_minute - 1;
+        IF FOUND THEN
+            RETURN QUERY SELECT 'quota_runs'::TEXT, GREATEST(v_nth + 60000 - p_now, 1)::TEXT,
+                                FALSE, FALSE, NULL::JSONB;
+            RETURN;
+        END IF;
+    END IF;
+    IF p_tokens_per_day IS NOT NULL THEN
+        SELECT u.tokens INTO v_tokens FROM token_usage u
+        WHERE u.user_id = p_user AND u.day = floor(p_now / 86400000.0)::BIGINT;
+        IF COALESCE(v_tokens, 0) >= p_tokens_per_day THEN
+            RETURN QUERY SELECT 'quota_tokens'::TEXT,
+                                GREATEST((floor(p_now / 86400000.0)::BIGINT + 1) * 86400000 - p_now, 1)::TEXT,
+                                FALSE, FALSE, NULL::JSONB;
+            RETURN;
+        END IF;
     END IF;
     -- A new thread holds no pending call: a turn answering one is refused
     -- before the thread is written.
@@ -220,7 +249,8 @@ BEGIN
             (v_call ->> 'strict')::BOOLEAN,
             ARRAY(SELECT x::BOOLEAN FROM jsonb_array_elements_text(v_call -> 'shown') AS x),
             v_call ->> 'title',
-            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'attachments'))
+            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'attachments')),
+            (v_call ->> 'runs_per_minute')::INT, (v_call ->> 'tokens_per_day')::BIGINT
         ) AS a;
         RETURN NEXT;
     END LOOP;
@@ -247,19 +277,21 @@ END $$;
 
 -- RunStore::end_run: the terminal event's number, or NULL when the run had
 -- already ended (nothing written). `p_call_*`: the frontend tool calls the
--- run leaves pending for its client. An end wakes the replicas' dispatchers
+-- run leaves pending for its client. `p_tokens`: what its usage adds up to,
+-- added to its user's count for the UTC day of `p_now`. An end wakes the replicas' dispatchers
 -- only when a run of its thread waits.
 CREATE OR REPLACE FUNCTION agwire_end(
     p_task TEXT, p_status TEXT, p_error TEXT, p_usage TEXT, p_terminal TEXT,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_ui_answer TEXT, p_ui_schema TEXT,
     p_now BIGINT, p_call_ids TEXT[], p_call_names TEXT[], p_call_args TEXT[], p_shown BOOLEAN[],
-    p_calls_expire_at BIGINT
+    p_calls_expire_at BIGINT, p_tokens BIGINT
 ) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
 DECLARE
     v_thread TEXT;
     v_run TEXT;
     v_rolled_back BOOLEAN;
+    v_user TEXT;
     v_last BIGINT;
     v_first BIGINT;
     v_seq BIGINT;
@@ -267,10 +299,15 @@ BEGIN
     UPDATE runs SET status = p_status, error = p_error, usage = p_usage, finished_at = p_now,
                     owner = NULL, lease_until_ms = NULL
     WHERE task_id = p_task AND status IN ('queued', 'running')
-    RETURNING thread_id, run_id, stop_requested IS NOT DISTINCT FROM 'rollback'
-    INTO v_thread, v_run, v_rolled_back;
+    RETURNING thread_id, run_id, stop_requested IS NOT DISTINCT FROM 'rollback', user_id
+    INTO v_thread, v_run, v_rolled_back, v_user;
     IF NOT FOUND THEN
         RETURN NULL;
+    END IF;
+    IF COALESCE(p_tokens, 0) > 0 THEN
+        INSERT INTO token_usage AS u (user_id, day, tokens)
+        VALUES (v_user, floor(p_now / 86400000.0)::BIGINT, p_tokens)
+        ON CONFLICT (user_id, day) DO UPDATE SET tokens = u.tokens + EXCLUDED.tokens;
     END IF;
     SELECT COALESCE(MAX(e.seq), 0) INTO v_last FROM run_events e WHERE e.task_id = p_task;
     v_first := v_last + 1;
@@ -401,7 +438,7 @@ BEGIN
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_names')),
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_args')),
             ARRAY(SELECT x::BOOLEAN FROM jsonb_array_elements_text(v_end -> 'shown') AS x),
-            (v_end ->> 'calls_expire_at')::BIGINT
+            (v_end ->> 'calls_expire_at')::BIGINT, (v_end ->> 'tokens')::BIGINT
         );
         RETURN NEXT;
     END LOOP;

@@ -219,7 +219,7 @@ pub(super) async fn accept_alone(
         let answer = sqlx::query(
             "SELECT outcome, task_id, created, waiting, stopped FROM agwire_accept(\
              $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-             $20, $21, $22)",
+             $20, $21, $22, $23, $24)",
         )
         .bind(&run.task_id)
         .bind(&run.user)
@@ -243,6 +243,16 @@ pub(super) async fn accept_alone(
         .bind(&shown)
         .bind(run.title())
         .bind(&run.attachments)
+        .bind(
+            run.quotas
+                .runs_per_minute
+                .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
+        )
+        .bind(
+            run.quotas
+                .tokens_per_day
+                .map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+        )
         .fetch_one(pool)
         .await;
         let row = match answer {
@@ -324,6 +334,19 @@ pub(super) fn answered(
         "expired" => Err(Error::ToolCallExpired {
             tool_call_id: named(task_id)?,
         }),
+        "quota_runs" | "quota_tokens" => {
+            let retry_after_ms = named(task_id)?.parse().map_err(|_| {
+                Error::Internal(format!("agwire_accept answered {outcome} without a wait"))
+            })?;
+            Err(Error::QuotaExceeded {
+                quota: if outcome == "quota_runs" {
+                    crate::Quota::RunsPerMinute(run.quotas.runs_per_minute.unwrap_or(0))
+                } else {
+                    crate::Quota::TokensPerDay(run.quotas.tokens_per_day.unwrap_or(0))
+                },
+                retry_after_ms,
+            })
+        }
         other => Err(Error::Internal(format!("agwire_accept answered {other}"))),
     }
 }
@@ -405,6 +428,23 @@ impl RunStore for PgStore {
             })
             .await?;
         Ok(terminal.map(|seq| u64::try_from(seq).unwrap_or(0)))
+    }
+
+    async fn usage(&self, user: &str, now_ms: i64) -> Result<crate::Usage, Error> {
+        let runs: i64 = sqlx::query_scalar(crate::sql::RUNS_SINCE)
+            .bind(user)
+            .bind(now_ms - crate::RUN_WINDOW_MS)
+            .fetch_one(&self.pool)
+            .await?;
+        let tokens: Option<i64> = sqlx::query_scalar(crate::sql::TOKENS_ON_DAY)
+            .bind(user)
+            .bind(crate::utc_day(now_ms))
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(crate::Usage {
+            runs_last_minute: u64::try_from(runs).unwrap_or(0),
+            tokens_today: u64::try_from(tokens.unwrap_or(0)).unwrap_or(0),
+        })
     }
 
     async fn cancel_queued(

@@ -84,6 +84,25 @@ impl RunStore for SqliteStore {
         self.writer.call(move |tx| end.run(tx, &task_id)).await
     }
 
+    async fn usage(&self, user: &str, now_ms: i64) -> Result<crate::Usage, Error> {
+        let user = user.to_owned();
+        self.readers
+            .read(move |c| {
+                let runs: i64 = c
+                    .prepare_cached(crate::sql::RUNS_SINCE)?
+                    .query_row(params![user, now_ms - crate::RUN_WINDOW_MS], |r| r.get(0))?;
+                let tokens: Option<i64> = c
+                    .prepare_cached(crate::sql::TOKENS_ON_DAY)?
+                    .query_row(params![user, crate::utc_day(now_ms)], |r| r.get(0))
+                    .optional()?;
+                Ok(crate::Usage {
+                    runs_last_minute: u64::try_from(runs).unwrap_or(0),
+                    tokens_today: u64::try_from(tokens.unwrap_or(0)).unwrap_or(0),
+                })
+            })
+            .await
+    }
+
     async fn cancel_queued(
         &self,
         task_id: &str,

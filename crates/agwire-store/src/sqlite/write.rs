@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use crate::error::Error;
 use crate::rules::{Accept, End, MessageRow};
 use crate::run::{MultitaskStrategy, RuntimeMode};
-use crate::sql::{JOB_CONFIG, RECENT_MESSAGES, SETTINGS};
+use crate::sql::{JOB_CONFIG, NTH_RECENT_RUN, RECENT_MESSAGES, SETTINGS, TOKENS_ON_DAY};
 use crate::{
     Accepted, Briefing, HISTORY_ROLES, HISTORY_WINDOW, Stopped, cancelled_log, run_started,
 };
@@ -48,6 +48,7 @@ impl Accept {
                 stopped: Vec::new(),
             });
         }
+        check_quotas(tx, &self.user, self.quotas, self.now_ms)?;
         let owner: Option<String> = tx
             .prepare_cached("SELECT user_id FROM threads WHERE id = ?1")?
             .query_row([&self.thread_id], |r| r.get(0))
@@ -432,6 +433,50 @@ pub(super) fn append(tx: &Transaction<'_>, task_id: &str, events: &[String]) -> 
     Ok(u64::try_from(last + 1).unwrap_or(0))
 }
 
+/// `RunStore::accept_run`'s quota rule: the user's runs of the last minute
+/// and tokens of the day against `quotas` (the writer is the only one, so
+/// what it reads is what the accept's own insert adds to).
+fn check_quotas(
+    tx: &Transaction<'_>,
+    user: &str,
+    quotas: crate::Quotas,
+    now_ms: i64,
+) -> Result<(), Error> {
+    if let Some(limit) = quotas.runs_per_minute {
+        let nth: Option<i64> = tx
+            .prepare_cached(NTH_RECENT_RUN)?
+            .query_row(
+                params![
+                    user,
+                    now_ms - crate::RUN_WINDOW_MS,
+                    i64::from(limit).saturating_sub(1)
+                ],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(accepted_at) = nth {
+            return Err(Error::QuotaExceeded {
+                quota: crate::Quota::RunsPerMinute(limit),
+                retry_after_ms: (accepted_at + crate::RUN_WINDOW_MS - now_ms).max(1),
+            });
+        }
+    }
+    if let Some(limit) = quotas.tokens_per_day {
+        let used: i64 = tx
+            .prepare_cached(TOKENS_ON_DAY)?
+            .query_row(params![user, crate::utc_day(now_ms)], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0);
+        if u64::try_from(used).unwrap_or(0) >= limit {
+            return Err(Error::QuotaExceeded {
+                quota: crate::Quota::TokensPerDay(limit),
+                retry_after_ms: (crate::day_ends(now_ms) - now_ms).max(1),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl End {
     /// `RunStore::end_run`: all of it, or nothing when the run had ended.
     pub(super) fn run(mut self, tx: &Transaction<'_>, task_id: &str) -> Result<Option<u64>, Error> {
@@ -441,7 +486,7 @@ impl End {
                 "UPDATE runs SET status = ?1, error = ?2, usage = ?3, finished_at = ?4 \
                  WHERE task_id = ?5 AND status IN ('queued', 'running') \
                  AND (?6 = 0 OR status = 'running') \
-                 RETURNING thread_id, run_id, stop_requested IS 'rollback'",
+                 RETURNING thread_id, run_id, stop_requested IS 'rollback', user_id",
             )?
             .query_row(
                 params![
@@ -457,13 +502,21 @@ impl End {
                         r.get::<_, String>(0)?,
                         r.get::<_, String>(1)?,
                         r.get::<_, bool>(2)?,
+                        r.get::<_, String>(3)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((thread_id, run_id, rolled_back)) = moved else {
+        let Some((thread_id, run_id, rolled_back, user)) = moved else {
             return Ok(None);
         };
+        if self.tokens > 0 {
+            tx.prepare_cached(
+                "INSERT INTO token_usage (user_id, day, tokens) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (user_id, day) DO UPDATE SET tokens = tokens + excluded.tokens",
+            )?
+            .execute(params![user, crate::utc_day(self.now_ms), self.tokens])?;
+        }
         // A run that ends before its first event was written (a crash right
         // after the claim, a failed setup) still gets a valid log:
         // `RUN_STARTED` first, then its one terminal event.
