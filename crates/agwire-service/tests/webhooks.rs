@@ -76,6 +76,8 @@ fn webhooks(url: String, allow_private: bool) -> Option<Webhooks> {
         secret: Some(SECRET.into()),
         allow_private,
         retry_seconds: vec![1, 1, 1],
+        // A hanging receiver's attempts fail this soon.
+        timeout_seconds: 2,
     })
     .unwrap()
 }
@@ -211,7 +213,7 @@ async fn a_receiver_that_hangs_holds_no_run_up_and_private_addresses_are_refused
     // failed (without a timeout they would hang on and never count).
     until(
         "the hanging attempts time out",
-        Duration::from_secs(40),
+        Duration::from_secs(30),
         async || {
             metrics(server.addr).await.lines().any(|l| {
                 l.starts_with("agwire_webhook_deliveries_total{outcome=\"failed\"}")

@@ -400,6 +400,12 @@ pub(crate) const WEBHOOK_FAILED: &str = "UPDATE webhook_outbox \
      SET lease_until = NULL, last_error = $1, next_attempt_at = COALESCE($2, next_attempt_at), \
      gave_up_at = CASE WHEN $2 IS NULL THEN $3 END WHERE id = $4";
 
+/// Deletes up to `$2` messages done with (delivered or given up) before
+/// `$1`.
+pub(crate) const PRUNE_WEBHOOKS: &str = "DELETE FROM webhook_outbox WHERE id IN (\
+     SELECT id FROM webhook_outbox WHERE (delivered_at IS NOT NULL OR gave_up_at IS NOT NULL) \
+     AND COALESCE(delivered_at, gave_up_at) < $1 LIMIT $2)";
+
 /// Messages still to deliver.
 pub(crate) const WEBHOOKS_PENDING: &str =
     "SELECT COUNT(*) FROM webhook_outbox WHERE delivered_at IS NULL AND gave_up_at IS NULL";

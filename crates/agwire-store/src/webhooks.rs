@@ -51,6 +51,10 @@ pub trait WebhookStore: Send + Sync {
         now_ms: i64,
     ) -> Result<(), Error>;
 
+    /// Deletes up to `limit` messages done with (delivered, or given up)
+    /// before `before_ms`; how many went.
+    async fn prune_webhooks(&self, before_ms: i64, limit: u32) -> Result<u64, Error>;
+
     /// Messages still to deliver (not delivered, not given up).
     async fn webhooks_pending(&self) -> Result<u64, Error>;
 }

@@ -8,5 +8,6 @@ mod api_fuzz;
 mod bucket_replicas;
 mod replicas;
 mod replicas_multitask;
+mod replicas_run_control;
 mod serve;
 mod web;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use agwire_store::WebhookMessage;
 use tokio_util::sync::CancellationToken;
 
-use super::{REQUEST_TIMEOUT, Webhooks, address};
+use super::{Webhooks, address};
 use crate::engine::now_ms;
 use crate::metrics::Metrics;
 use crate::store::Store;
@@ -20,8 +20,12 @@ use crate::store::Store;
 const POLL: Duration = Duration::from_millis(500);
 /// Messages taken per look (and sent at once).
 const BATCH: u32 = 16;
-/// How long a claim holds a message: longer than a delivery can take.
-const LEASE: Duration = Duration::from_secs(60);
+/// How long delivered (or given up) messages stay in the outbox: a day to
+/// look into, then they go.
+const KEPT: Duration = Duration::from_secs(24 * 3600);
+/// How often the outbox is pruned, and most messages deleted at once.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
+const PRUNE_BATCH: u32 = 1000;
 
 /// Delivers the outbox's messages until stopped.
 #[derive(Clone)]
@@ -48,8 +52,8 @@ impl Deliverer {
     ) -> Result<Self, crate::error::Error> {
         let mut client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(webhooks.timeout.min(Duration::from_secs(5)))
+            .timeout(webhooks.timeout)
             .user_agent(concat!("agwire/", env!("CARGO_PKG_VERSION")));
         if !webhooks.allow_private {
             client = client.dns_resolver(Arc::new(address::PublicOnly));
@@ -65,16 +69,27 @@ impl Deliverer {
         })
     }
 
-    /// Looks at the outbox every [`POLL`] until `stop`.
+    /// Looks at the outbox every [`POLL`], and prunes it every
+    /// [`PRUNE_EVERY`], until `stop`.
     pub(crate) async fn run(self, stop: CancellationToken) {
         let mut poll = tokio::time::interval(POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut prune = tokio::time::interval(PRUNE_EVERY);
+        prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Longer than an attempt can take (its timeout), with room for
+        // recording its outcome: a claim never runs out under a live
+        // delivery, so two processes never send one message at once.
+        let lease = self.webhooks.timeout * 2 + Duration::from_secs(5);
+        let lease = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
+                _ = prune.tick() => {
+                    self.prune().await;
+                    continue;
+                }
                 _ = poll.tick() => {}
             }
-            let lease = i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX);
             let due = match self.store.claim_webhooks(now_ms(), lease, BATCH).await {
                 Ok(due) => due,
                 Err(error) => {
@@ -84,6 +99,16 @@ impl Deliverer {
             };
             let sends = due.into_iter().map(|message| self.deliver(message));
             futures_util::future::join_all(sends).await;
+        }
+    }
+
+    /// Deletes the messages done with for longer than [`KEPT`].
+    async fn prune(&self) {
+        let before = now_ms().saturating_sub(i64::try_from(KEPT.as_millis()).unwrap_or(i64::MAX));
+        match self.store.prune_webhooks(before, PRUNE_BATCH).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(n, "pruned delivered webhook messages"),
+            Err(error) => tracing::warn!(%error, "could not prune the webhook outbox"),
         }
     }
 

@@ -9,7 +9,7 @@
 //! that ends each run (see `agwire_store::WebhookStore`), so a message is
 //! never lost to a crash; every process delivers what it claims, retrying
 //! with backoff for a day (`deliver`). A receiver that hangs holds one
-//! delivery for at most [`REQUEST_TIMEOUT`] and never a run. The URL may not
+//! delivery for at most `timeout_seconds` and never a run. The URL may not
 //! reach a loopback, private or link-local address unless
 //! `allow_private` says so — checked on every connection's resolved
 //! addresses, so DNS cannot point it there later — and redirects are not
@@ -28,9 +28,6 @@ use crate::error::Error;
 
 pub use deliver::Deliverer;
 
-/// How long one delivery may take, connection included.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// `[webhooks]`.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -48,6 +45,11 @@ pub struct WebhooksConfig {
     /// last, the message is given up. Default: the Standard Webhooks
     /// schedule, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (about a day).
     pub retry_seconds: Vec<u64>,
+    /// How long one attempt may take, connection included (1 to 60); one
+    /// that takes longer has failed. A process's claim on a message lasts
+    /// twice this and 5 s more, so a process that dies mid-delivery leaves
+    /// it to another that long after the claim.
+    pub timeout_seconds: u64,
 }
 
 impl Default for WebhooksConfig {
@@ -57,6 +59,7 @@ impl Default for WebhooksConfig {
             secret: None,
             allow_private: false,
             retry_seconds: vec![5, 300, 1800, 7200, 18000, 36000, 36000],
+            timeout_seconds: 10,
         }
     }
 }
@@ -72,6 +75,7 @@ pub struct Webhooks {
     signer: Signer,
     allow_private: bool,
     retry_after: Vec<Duration>,
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for Webhooks {
@@ -109,6 +113,9 @@ impl Webhooks {
                 "webhooks.retry_seconds takes at most 32 waits of at most a week each",
             ));
         }
+        if !(1..=60).contains(&config.timeout_seconds) {
+            return Err(invalid("webhooks.timeout_seconds must be 1 to 60"));
+        }
         if !config.allow_private
             && let Some(ip) = address::literal(&url)
             && !address::public(ip)
@@ -126,6 +133,7 @@ impl Webhooks {
                 .iter()
                 .map(|s| Duration::from_secs(*s))
                 .collect(),
+            timeout: Duration::from_secs(config.timeout_seconds),
         }))
     }
 }
@@ -238,6 +246,13 @@ mod tests {
                 "allow_private",
             ),
             (config("http://[::1]:9/x", secret, false), "allow_private"),
+            (
+                WebhooksConfig {
+                    timeout_seconds: 0,
+                    ..config("https://hooks.example.com/x", secret, false)
+                },
+                "timeout_seconds must be 1 to 60",
+            ),
             (config("http://10.1.2.3/x", secret, false), "allow_private"),
             (
                 config("http://169.254.169.254/latest", secret, false),

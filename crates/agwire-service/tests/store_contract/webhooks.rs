@@ -116,6 +116,38 @@ async fn every_run_end_writes_one_message_while_enabled() {
             .await
             .unwrap();
         assert_eq!(store.webhooks_pending().await.unwrap(), 1, "{backend}");
+
+        // Pruning takes the messages done with before the time given (the
+        // delivered and the given up, both done at 1 600), in bounded
+        // batches, and never one still to deliver.
+        assert_eq!(
+            store.prune_webhooks(1_600, 10).await.unwrap(),
+            0,
+            "{backend}"
+        );
+        assert_eq!(
+            store.prune_webhooks(1_601, 1).await.unwrap(),
+            1,
+            "{backend}"
+        );
+        assert_eq!(
+            store.prune_webhooks(1_601, 10).await.unwrap(),
+            1,
+            "{backend}"
+        );
+        assert_eq!(
+            store.prune_webhooks(i64::MAX, 10).await.unwrap(),
+            0,
+            "{backend}"
+        );
+        assert_eq!(store.webhooks_pending().await.unwrap(), 1, "{backend}");
+        store.webhook_delivered(b, 7_000).await.unwrap();
+        assert_eq!(
+            store.prune_webhooks(7_001, 10).await.unwrap(),
+            1,
+            "{backend}"
+        );
+        assert!(claim(&*store, i64::MAX / 2).await.is_empty(), "{backend}");
     }
 }
 

@@ -7,7 +7,7 @@ use sqlx::Row;
 
 use super::PgStore;
 use crate::error::Error;
-use crate::sql::{SET_WEBHOOKS_ENABLED, WEBHOOK_DELIVERED, WEBHOOKS_PENDING};
+use crate::sql::{PRUNE_WEBHOOKS, SET_WEBHOOKS_ENABLED, WEBHOOK_DELIVERED, WEBHOOKS_PENDING};
 use crate::{WebhookMessage, WebhookStore};
 
 #[async_trait]
@@ -78,6 +78,15 @@ impl WebhookStore for PgStore {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    async fn prune_webhooks(&self, before_ms: i64, limit: u32) -> Result<u64, Error> {
+        let done = sqlx::query(PRUNE_WEBHOOKS)
+            .bind(before_ms)
+            .bind(i64::from(limit))
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
     }
 
     async fn webhooks_pending(&self) -> Result<u64, Error> {

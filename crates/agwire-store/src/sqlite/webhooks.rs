@@ -7,7 +7,9 @@ use rusqlite::params;
 
 use super::SqliteStore;
 use crate::error::Error;
-use crate::sql::{SET_WEBHOOKS_ENABLED, WEBHOOK_DELIVERED, WEBHOOK_FAILED, WEBHOOKS_PENDING};
+use crate::sql::{
+    PRUNE_WEBHOOKS, SET_WEBHOOKS_ENABLED, WEBHOOK_DELIVERED, WEBHOOK_FAILED, WEBHOOKS_PENDING,
+};
 use crate::{WebhookMessage, WebhookStore};
 
 #[async_trait]
@@ -76,6 +78,17 @@ impl WebhookStore for SqliteStore {
                 tx.prepare_cached(WEBHOOK_FAILED)?
                     .execute(params![error, retry_at, now_ms, id])?;
                 Ok(())
+            })
+            .await
+    }
+
+    async fn prune_webhooks(&self, before_ms: i64, limit: u32) -> Result<u64, Error> {
+        self.writer
+            .call(move |tx| {
+                let n = tx
+                    .prepare_cached(PRUNE_WEBHOOKS)?
+                    .execute(params![before_ms, i64::from(limit)])?;
+                Ok(n as u64)
             })
             .await
     }
