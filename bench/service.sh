@@ -14,6 +14,15 @@
 #      in (2), each run's execution included (the figure that moves least
 #      from one machine or one run to the next).
 # Usage: bench/service.sh [seconds per wrk run (default 10)] [connections (default 16)]
+# What the service does beside the runs (each off unless set):
+#   AGWIRE_BENCH_USERS=N     N users (HS256 tokens, taken in turn by the
+#                            requests) instead of the one local user;
+#   AGWIRE_BENCH_QUOTAS=1    [quotas] on, at limits the load never reaches
+#                            (1,000 runs per minute and 10^15 tokens a day
+#                            per user: every check is made, none refuses);
+#   AGWIRE_BENCH_WEBHOOKS=1  [webhooks] on, to a receiver on loopback that
+#                            answers 204 (bench bin webhook_sink); the
+#                            deliveries are counted after the load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
@@ -25,10 +34,40 @@ OUT=${CARGO_TARGET_DIR:-./target}/$CARGO_BUILD_TARGET/release
 # AGWIRE_BIN: another agwire binary to measure (an older build, to compare
 # in the same run); default: this tree's release build.
 BIN=${AGWIRE_BIN:-$OUT/agwire}
-cargo build --release -q -p agwire -p agwire-bench --bin agwire --bin service_reconnect
+cargo build --release -q -p agwire -p agwire-bench --bin agwire --bin service_reconnect --bin webhook_sink
 DATA=$(mktemp -d)
-trap 'kill $PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
-RUST_LOG=error "$BIN" serve --addr 127.0.0.1:0 --data-dir "$DATA" > "$DATA/out" &
+SINK_PID=
+trap 'kill $PID $SINK_PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
+TOML="$DATA/agwire.toml"
+: > "$TOML"
+if [ -n "${AGWIRE_BENCH_USERS:-}" ]; then
+  export AGWIRE_JWT_SECRET=bench-secret-0123456789abcdef
+  python3 - "$AGWIRE_JWT_SECRET" "$AGWIRE_BENCH_USERS" > "$DATA/tokens" <<'PY'
+import base64, hashlib, hmac, json, sys
+secret, users = sys.argv[1].encode(), int(sys.argv[2])
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=")
+head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+for i in range(users):
+    body = b64(json.dumps({"sub": f"user{i}", "exp": 4000000000}).encode())
+    sig = b64(hmac.new(secret, head + b"." + body, hashlib.sha256).digest())
+    print((head + b"." + body + b"." + sig).decode())
+PY
+  export AGWIRE_BENCH_TOKENS="$DATA/tokens"
+  printf '[metrics]\npublic = true\n' >> "$TOML"
+fi
+if [ "${AGWIRE_BENCH_QUOTAS:-}" = 1 ]; then
+  printf '[quotas]\nruns_per_minute = 1000\ntokens_per_day = 1000000000000000\n' >> "$TOML"
+fi
+if [ "${AGWIRE_BENCH_WEBHOOKS:-}" = 1 ]; then
+  "$OUT/webhook_sink" > "$DATA/sink" &
+  SINK_PID=$!
+  for _ in $(seq 100); do grep -q listening "$DATA/sink" 2>/dev/null && break; sleep 0.05; done
+  SINK=$(sed -n 's/^listening //p' "$DATA/sink")
+  printf '[webhooks]\nurl = "%s/hook"\nsecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"\nallow_private = true\n' "$SINK" >> "$TOML"
+fi
+CONFIG=()
+[ -s "$TOML" ] && CONFIG=(--config "$TOML")
+RUST_LOG=error "$BIN" serve --addr 127.0.0.1:0 --data-dir "$DATA" "${CONFIG[@]}" > "$DATA/out" &
 PID=$!
 for _ in $(seq 100); do grep -q listening "$DATA/out" 2>/dev/null && break; sleep 0.05; done
 BASE=$(sed -n 's/^listening //p' "$DATA/out")
@@ -68,8 +107,19 @@ e2e_rps=$(echo "$e2e" | awk '/Requests\/sec/ {print $2}')
 e2e_p50=$(echo "$e2e" | awk '$1 == "50%" {print $2}')
 e2e_p99=$(echo "$e2e" | awk '$1 == "99%" {print $2}')
 appended=$(awk -v a="$after" -v b="$before" -v s="$start" -v e="$end" 'BEGIN {printf "%.0f", (a - b) / (e - s)}')
-reconnect=$("$OUT/service_reconnect" "$ADDR" 2000)
+if [ -n "${AGWIRE_BENCH_USERS:-}" ]; then
+  reconnect="reconnect: not measured with users (it posts as the local user)"
+else
+  reconnect=$("$OUT/service_reconnect" "$ADDR" 2000)
+fi
+delivered=
+if [ -n "$SINK_PID" ]; then
+  for _ in $(seq 600); do [ "$(metric agwire_webhooks_pending)" = 0 ] && break; sleep 0.1; done
+  delivered=$(curl -s "$SINK/count")
+fi
 printf '%s serve (SQLite WAL, router+worker pipeline on the scripted model, wrk -t1 -c%s -d%ss)\n' "$BIN" "$CONNS" "$SECS"
+printf '  users %s, quotas %s, webhooks %s\n' "${AGWIRE_BENCH_USERS:-1 (local)}" "${AGWIRE_BENCH_QUOTAS:+on}" "${AGWIRE_BENCH_WEBHOOKS:+on}"
+[ -n "$delivered" ] && printf '  webhooks delivered (receiver count) / runs accepted: %s / %s, pending %s\n' "$delivered" "$(metric agwire_runs_accepted_total)" "$(metric agwire_webhooks_pending)"
 printf '  accepted runs/s (POST -> 202, runs executing):  %s\n' "$accepted"
 printf '  end-to-end runs/s (POST -> whole SSE stream):   %s  (latency p50 %s, p99 %s)\n' "$e2e_rps" "$e2e_p50" "$e2e_p99"
 printf '  events appended/s during end-to-end:            %s\n' "$appended"

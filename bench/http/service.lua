@@ -8,6 +8,15 @@
 -- a prefix from /dev/urandom and counts from there.
 local stream = os.getenv("AGWIRE_BENCH_STREAM") == "1"
 local prefix, group, n
+-- AGWIRE_BENCH_TOKENS: a file of bearer tokens, one per line (one per
+-- user), taken in turn.
+local tokens = {}
+local tokens_file = os.getenv("AGWIRE_BENCH_TOKENS")
+if tokens_file then
+  for line in io.lines(tokens_file) do
+    tokens[#tokens + 1] = line
+  end
+end
 
 init = function(args)
   local urandom = assert(io.open("/dev/urandom", "rb"))
@@ -26,6 +35,9 @@ request = function()
   local headers = {["Content-Type"] = "application/json"}
   if stream then
     headers["Accept"] = "text/event-stream"
+  end
+  if #tokens > 0 then
+    headers["Authorization"] = "Bearer " .. tokens[(n % #tokens) + 1]
   end
   return wrk.format("POST", "/api/v1/agent/runs", headers, body)
 end

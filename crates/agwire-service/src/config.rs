@@ -64,12 +64,16 @@ pub struct Config {
 #[serde(default, deny_unknown_fields)]
 pub struct QuotasConfig {
     /// Runs a user may start in any 60 seconds (a sliding minute; automation
-    /// jobs' runs count too).
+    /// jobs' runs count too), at most [`MAX_RUNS_PER_MINUTE`]: the check
+    /// reads up to this many of the user's latest runs.
     pub runs_per_minute: Option<std::num::NonZeroU32>,
     /// Tokens (the runs' own usage: input and output) a user's runs may use
     /// in a UTC day; once reached, new runs wait for 00:00 UTC.
     pub tokens_per_day: Option<std::num::NonZeroU64>,
 }
+
+/// The largest `runs_per_minute`.
+pub const MAX_RUNS_PER_MINUTE: u32 = 10_000;
 
 impl QuotasConfig {
     /// The limits as the store checks them.
@@ -463,6 +467,15 @@ impl Config {
 
     /// Rules no single field can state.
     pub fn check(&self) -> Result<(), Error> {
+        if self
+            .quotas
+            .runs_per_minute
+            .is_some_and(|n| n.get() > MAX_RUNS_PER_MINUTE)
+        {
+            return Err(Error::Config(format!(
+                "quotas.runs_per_minute must be at most {MAX_RUNS_PER_MINUTE}"
+            )));
+        }
         for origin in &self.http.cors_allowed_origins {
             if origin != "*" && !is_origin(origin) {
                 return Err(Error::Config(format!(
@@ -605,6 +618,29 @@ token_delay_ms = 5
             let refused =
                 Config::parse(&format!("[runs]\npending_tool_call_ttl = \"{bad}\"\n")).unwrap_err();
             assert!(refused.to_string().contains(bad), "{refused}");
+        }
+        let quotas = Config::parse(
+            "[quotas]
+runs_per_minute = 30
+tokens_per_day = 100000
+",
+        )
+        .unwrap();
+        assert_eq!(
+            quotas.quotas.limits(),
+            agwire_store::Quotas {
+                runs_per_minute: Some(30),
+                tokens_per_day: Some(100_000)
+            }
+        );
+        for (bad, why) in [
+            ("runs_per_minute = 0", "nonzero"),
+            ("tokens_per_day = 0", "nonzero"),
+            ("runs_per_minute = 10001", "at most 10000"),
+            ("runs_per_hour = 5", "runs_per_hour"),
+        ] {
+            let refused = Config::parse(&format!("[quotas]\n{bad}\n")).unwrap_err();
+            assert!(refused.to_string().contains(why), "{bad}: {refused}");
         }
     }
 

@@ -18,7 +18,8 @@ use crate::store::Store;
 
 /// How often the outbox is looked at.
 const POLL: Duration = Duration::from_millis(500);
-/// Messages taken per look (and sent at once).
+/// Messages taken per look (and sent at once); after a full batch the next
+/// look is at once.
 const BATCH: u32 = 16;
 /// How long delivered (or given up) messages stay in the outbox: a day to
 /// look into, then they go.
@@ -81,22 +82,33 @@ impl Deliverer {
         // delivery, so two processes never send one message at once.
         let lease = self.webhooks.timeout * 2 + Duration::from_secs(5);
         let lease = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+        // A full batch says more may be due: the next is taken at once, so
+        // delivery keeps pace with run ends instead of BATCH per POLL.
+        let mut full = false;
         loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                _ = prune.tick() => {
-                    self.prune().await;
-                    continue;
+            if !full {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    _ = prune.tick() => {
+                        self.prune().await;
+                        continue;
+                    }
+                    _ = poll.tick() => {}
                 }
-                _ = poll.tick() => {}
+            } else if stop.is_cancelled() {
+                return;
+            } else if futures_util::FutureExt::now_or_never(prune.tick()).is_some() {
+                self.prune().await;
             }
             let due = match self.store.claim_webhooks(now_ms(), lease, BATCH).await {
                 Ok(due) => due,
                 Err(error) => {
                     tracing::error!(%error, "could not read the webhook outbox");
+                    full = false;
                     continue;
                 }
             };
+            full = due.len() == BATCH as usize;
             let sends = due.into_iter().map(|message| self.deliver(message));
             futures_util::future::join_all(sends).await;
         }
