@@ -816,9 +816,8 @@ fn baseline(operation: &str, fixture: &Fixture, n: usize) -> Baseline {
     };
     let run = format!("prop-run-{n}");
     match operation {
-        "health" | "metrics" | "openapi" | "getProfile" | "listJobs" | "aguiCapabilities" => {
-            Baseline::default()
-        }
+        "health" | "metrics" | "openapi" | "getProfile" | "getUsage" | "listJobs"
+        | "aguiCapabilities" => Baseline::default(),
         "createRun" => Baseline {
             body: Some(run_body(
                 &uuid::Uuid::new_v4().to_string(),

@@ -422,6 +422,7 @@ async fn openapi_describes_exactly_the_routes_the_router_answers() {
         ("DELETE", "/api/v1/agent/threads/{threadId}"),
         ("GET", "/api/v1/me/profile"),
         ("PATCH", "/api/v1/me/profile"),
+        ("GET", "/api/v1/me/usage"),
         ("POST", "/api/v1/agent/attachments"),
         ("GET", "/api/v1/agent/attachments/{id}"),
         ("POST", "/api/v1/automation/jobs"),

@@ -682,7 +682,7 @@ async fn with_auth_every_endpoint_is_per_user() {
             "/openapi.json"
         ]
     );
-    assert_eq!(guarded.len(), 22);
+    assert_eq!(guarded.len(), 23);
     for token in [None, Some(expired.as_str()), Some(forged.as_str())] {
         for (method, path) in &guarded {
             let mut request = client.request(method.parse().unwrap(), url(path));
