@@ -134,7 +134,9 @@ async fn a_run_past_the_minute_quota_is_429_with_retry_after_and_writes_nothing(
 
     let usage = usage_of(addr, &alice).await;
     assert_eq!(usage["runs"], json!({"lastMinute": 2, "perMinute": 2}));
+    // No tokens quota: not counted.
     assert_eq!(usage["tokens"]["perDay"], Value::Null);
+    assert_eq!(usage["tokens"]["today"], Value::Null);
     let resets: jiff::Timestamp = usage["tokens"]["resetsAt"]
         .as_str()
         .unwrap()

@@ -1110,7 +1110,7 @@ mod sqlite {
         for sql in [
             "PRAGMA user_version = 7".to_owned(),
             // (Undo what later migrations added.)
-            "DROP INDEX runs_by_user_created".to_owned(),
+            "DROP TABLE quota_runs".to_owned(),
             "DROP TABLE token_usage".to_owned(),
             "DROP TRIGGER runs_end_webhook".to_owned(),
             "DROP TABLE webhook_outbox".to_owned(),

@@ -1,9 +1,10 @@
 //! Per-user quotas (`[quotas]`): how many runs a user may start a minute and
 //! how many tokens their runs may use a day. The store holds the counts — a
-//! user's runs are the `runs` table itself, their tokens a counter per UTC day
-//! that a run's end adds to — and checks the limits inside the accept's own
-//! write, so every replica on one database sees one count and a refused run
-//! writes nothing.
+//! row for each run accepted in the last minute, and a counter per UTC day
+//! that a run's end adds its tokens to — and checks the limits inside the
+//! accept's own write, so every replica on one database sees one count and
+//! a refused run writes nothing. The counts are kept only while their quota
+//! is on: a service without quotas writes nothing for them.
 
 /// The window `runs_per_minute` counts over: a sliding minute, exact (the
 /// runs accepted in the last 60 s, by their acceptance time).
@@ -16,7 +17,8 @@ pub const DAY_MS: i64 = 86_400_000;
 /// The limits an accept checks (`None`: no limit).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Quotas {
-    /// Runs a user may have accepted in any 60 s.
+    /// Runs a user may have accepted in any 60 s (with it, each accepted
+    /// run is recorded for a minute).
     pub runs_per_minute: Option<u32>,
     /// Tokens a user's runs may use in a UTC day; once reached, no new run
     /// is accepted until the day ends (a run in progress finishes).
@@ -41,7 +43,8 @@ impl std::fmt::Display for Quota {
     }
 }
 
-/// A user's counts, as the quotas see them at one moment.
+/// A user's counts, as the quotas see them at one moment (each kept only
+/// while its quota is on).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     /// Runs accepted in the last 60 s.

@@ -209,7 +209,8 @@ pub struct Ending<'a> {
     /// Token usage (AG-UI `TokenUsage`).
     pub usage: Option<&'a serde_json::Value>,
     /// The tokens that usage adds up to ([`crate::run_tokens`]): added to
-    /// its user's count for the UTC day it ends (`tokens_per_day`).
+    /// its user's count for the UTC day it ends (`tokens_per_day`; 0 while
+    /// that quota is off, which writes nothing).
     pub tokens: u64,
     /// The run's events not yet in its log (none after its terminal one):
     /// written before the terminal event, in the same transaction — a run's
@@ -267,8 +268,9 @@ pub trait RunStore: Send + Sync {
     /// request hash answers the original acceptance again (`replayed`,
     /// nothing stored); with another hash or thread it is
     /// [`Error::RunIdReused`]; a user past `run.quotas` — as many runs
-    /// accepted in the last [`crate::RUN_WINDOW_MS`] as `runs_per_minute`,
-    /// or as many tokens counted for the UTC day of `now_ms` as
+    /// accepted in the last [`crate::RUN_WINDOW_MS`] as `runs_per_minute`
+    /// (runs accepted under that quota: an accepted run is recorded while it
+    /// is on), or as many tokens counted for the UTC day of `now_ms` as
     /// `tokens_per_day` — is [`Error::QuotaExceeded`] (checked so that
     /// accepts on every process sharing the store see one count); a thread of another user is
     /// [`Error::ThreadNotFound`]; on a thread with an active run,

@@ -32,12 +32,21 @@ pub(crate) const SET_SETTINGS: &str = "INSERT INTO users (id, settings, updated_
 /// When the user's `$3`-th most recent run (counting from 0) of those
 /// accepted after `$2` was accepted: `$1` the user. A row means the user has
 /// more than `$3` runs in the window.
-pub(crate) const NTH_RECENT_RUN: &str = "SELECT created_at FROM runs \
-     WHERE user_id = $1 AND created_at > $2 ORDER BY created_at DESC LIMIT 1 OFFSET $3";
+pub(crate) const NTH_RECENT_RUN: &str = "SELECT accepted_at FROM quota_runs \
+     WHERE user_id = $1 AND accepted_at > $2 ORDER BY accepted_at DESC LIMIT 1 OFFSET $3";
 
 /// How many runs the user accepted after a time: `$1` the user, `$2` the time.
 pub(crate) const RUNS_SINCE: &str =
-    "SELECT COUNT(*) FROM runs WHERE user_id = $1 AND created_at > $2";
+    "SELECT COUNT(*) FROM quota_runs WHERE user_id = $1 AND accepted_at > $2";
+
+/// A run the user had accepted, for `runs_per_minute`: `$1` the user, `$2`
+/// when.
+pub(crate) const RECORD_RUN: &str = "INSERT INTO quota_runs (user_id, accepted_at) VALUES ($1, $2)";
+
+/// Forgets the user's runs accepted at or before a time: `$1` the user, `$2`
+/// the time.
+pub(crate) const FORGET_RUNS: &str =
+    "DELETE FROM quota_runs WHERE user_id = $1 AND accepted_at <= $2";
 
 /// The tokens counted for a user on a UTC day: `$1` the user, `$2` the day.
 pub(crate) const TOKENS_ON_DAY: &str =

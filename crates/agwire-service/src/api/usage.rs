@@ -23,8 +23,8 @@ pub(super) struct UsageView {
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct RunsUsage {
-    /// How many.
-    last_minute: u64,
+    /// How many (`null` without the quota: not counted).
+    last_minute: Option<u64>,
     /// `[quotas] runs_per_minute`; `null`: no limit.
     per_minute: Option<u32>,
 }
@@ -33,8 +33,9 @@ pub(super) struct RunsUsage {
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct TokensUsage {
-    /// How many (each run's usage: input and output tokens).
-    today: u64,
+    /// How many (each run's usage: input and output tokens; `null` without
+    /// the quota: not counted).
+    today: Option<u64>,
     /// `[quotas] tokens_per_day`; `null`: no limit.
     per_day: Option<u64>,
     /// When the day's count starts again (RFC 3339, 00:00 UTC).
@@ -46,7 +47,7 @@ pub(super) struct TokensUsage {
     path = "/api/v1/me/usage",
     operation_id = "getUsage",
     summary = "The user's usage and quotas",
-    description = "Runs accepted in the last minute and tokens used today (UTC), beside the service's `[quotas]` (`null`: none). A run past a quota is refused with 429 `quota exceeded: …` and `Retry-After`.",
+    description = "Runs accepted in the last minute and tokens used today (UTC), beside the service's `[quotas]`; each is counted only while its quota is on (`null`: no quota, not counted). A run past a quota is refused with 429 `quota exceeded: …` and `Retry-After`.",
     responses((status = 200, description = "Usage", body = UsageView))
 )]
 pub(super) async fn get_usage(
@@ -59,11 +60,14 @@ pub(super) async fn get_usage(
         .unwrap_or_default();
     Ok(axum::Json(UsageView {
         runs: RunsUsage {
-            last_minute: now.usage.runs_last_minute,
+            last_minute: now
+                .quotas
+                .runs_per_minute
+                .map(|_| now.usage.runs_last_minute),
             per_minute: now.quotas.runs_per_minute,
         },
         tokens: TokensUsage {
-            today: now.usage.tokens_today,
+            today: now.quotas.tokens_per_day.map(|_| now.usage.tokens_today),
             per_day: now.quotas.tokens_per_day,
             resets_at,
         },

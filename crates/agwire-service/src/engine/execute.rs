@@ -166,7 +166,12 @@ impl Engine {
             output_tokens = tokens(usage, |u| u.output_tokens),
             "run ended"
         );
-        let tokens = usage.map_or(0, |entries| agwire_store::run_tokens(entries));
+        // Counted only while there is a quota to count them for: without
+        // one, a run's end writes nothing more.
+        let tokens = match (usage, self.quotas.tokens_per_day) {
+            (Some(entries), Some(_)) => agwire_store::run_tokens(entries),
+            _ => 0,
+        };
         let usage = usage.and_then(|u| serde_json::to_value(u).ok());
         // Tool messages too: the runtime needs them; history never shows them.
         let output: Vec<agwire_core::Message> = said

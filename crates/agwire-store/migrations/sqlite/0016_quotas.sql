@@ -1,9 +1,15 @@
 -- Per-user quotas (issue 44), and the outbox's delivered messages pruned.
 --
--- `runs_per_minute` counts a user's runs accepted in the last minute, from
--- the runs themselves: this index finds them without reading the user's
--- older runs.
-CREATE INDEX runs_by_user_created ON runs (user_id, created_at);
+-- Both are kept only while their quota is on, so a service without quotas
+-- writes nothing more per run than before them.
+--
+-- `runs_per_minute`: a row for each run a user had accepted, written by the
+-- accept and deleted once it is a minute old (by the user's next accept).
+CREATE TABLE quota_runs (
+    user_id TEXT NOT NULL,
+    accepted_at INTEGER NOT NULL
+);
+CREATE INDEX quota_runs_by_user ON quota_runs (user_id, accepted_at);
 -- `tokens_per_day`: the tokens of a user's runs, added by each run's end to
 -- the count of the UTC day it ended on (`day`: days since the epoch).
 CREATE TABLE token_usage (

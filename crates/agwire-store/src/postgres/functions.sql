@@ -76,9 +76,9 @@ BEGIN
     END IF;
     IF p_runs_per_minute IS NOT NULL THEN
         PERFORM pg_advisory_xact_lock(hashtextextended('agwire quota ' || p_user, 0));
-        SELECT r.created_at INTO v_nth FROM runs r
-        WHERE r.user_id = p_user AND r.created_at > p_now - 60000
-        ORDER BY r.created_at DESC LIMIT 1 OFFSET p_runs_per_minute - 1;
+        SELECT q.accepted_at INTO v_nth FROM quota_runs q
+        WHERE q.user_id = p_user AND q.accepted_at > p_now - 60000
+        ORDER BY q.accepted_at DESC LIMIT 1 OFFSET p_runs_per_minute - 1;
         IF FOUND THEN
             RETURN QUERY SELECT 'quota_runs'::TEXT, GREATEST(v_nth + 60000 - p_now, 1)::TEXT,
                                 FALSE, FALSE, NULL::JSONB;
@@ -140,6 +140,10 @@ BEGIN
         END LOOP;
     END IF;
     -- Every refusal is behind us: from here on the accept writes.
+    IF p_runs_per_minute IS NOT NULL THEN
+        INSERT INTO quota_runs (user_id, accepted_at) VALUES (p_user, p_now);
+        DELETE FROM quota_runs q WHERE q.user_id = p_user AND q.accepted_at <= p_now - 60000;
+    END IF;
     IF v_busy > 0 AND p_strategy IN ('interrupt', 'rollback') THEN
         v_busy := 0;
         FOR v_run IN

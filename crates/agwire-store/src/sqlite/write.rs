@@ -8,7 +8,9 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use crate::error::Error;
 use crate::rules::{Accept, End, MessageRow};
 use crate::run::{MultitaskStrategy, RuntimeMode};
-use crate::sql::{JOB_CONFIG, NTH_RECENT_RUN, RECENT_MESSAGES, SETTINGS, TOKENS_ON_DAY};
+use crate::sql::{
+    FORGET_RUNS, JOB_CONFIG, NTH_RECENT_RUN, RECENT_MESSAGES, RECORD_RUN, SETTINGS, TOKENS_ON_DAY,
+};
 use crate::{
     Accepted, Briefing, HISTORY_ROLES, HISTORY_WINDOW, Stopped, cancelled_log, run_started,
 };
@@ -103,6 +105,12 @@ impl Accept {
             )?;
         }
         // Every refusal is behind us: from here on the accept writes.
+        if self.quotas.runs_per_minute.is_some() {
+            tx.prepare_cached(RECORD_RUN)?
+                .execute(params![self.user, self.now_ms])?;
+            tx.prepare_cached(FORGET_RUNS)?
+                .execute(params![self.user, self.now_ms - crate::RUN_WINDOW_MS])?;
+        }
         let mut stopped = Vec::new();
         let mut waiting = busy;
         if busy && self.strategy.stops_active_runs() {
@@ -435,7 +443,7 @@ pub(super) fn append(tx: &Transaction<'_>, task_id: &str, events: &[String]) -> 
 
 /// `RunStore::accept_run`'s quota rule: the user's runs of the last minute
 /// and tokens of the day against `quotas` (the writer is the only one, so
-/// what it reads is what the accept's own insert adds to).
+/// what it reads is what an accepted run's record adds to).
 fn check_quotas(
     tx: &Transaction<'_>,
     user: &str,
