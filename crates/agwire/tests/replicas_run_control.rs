@@ -43,9 +43,10 @@ async fn post_as(
         .unwrap()
 }
 
-async fn usage(client: &reqwest::Client, base: &str, user: &str) -> Value {
+/// `GET path` as `user`, its JSON.
+async fn get_as(client: &reqwest::Client, base: &str, user: &str, path: &str) -> Value {
     client
-        .get(format!("{base}/api/v1/me/usage"))
+        .get(format!("{base}{path}"))
         .bearer_auth(token(user))
         .send()
         .await
@@ -55,18 +56,14 @@ async fn usage(client: &reqwest::Client, base: &str, user: &str) -> Value {
         .unwrap()
 }
 
+async fn usage(client: &reqwest::Client, base: &str, user: &str) -> Value {
+    get_as(client, base, user, "/api/v1/me/usage").await
+}
+
 async fn wait_final_as(client: &reqwest::Client, base: &str, user: &str, run: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let status: Value = client
-            .get(format!("{base}/api/v1/agent/runs/{run}"))
-            .bearer_auth(token(user))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let status = get_as(client, base, user, &format!("/api/v1/agent/runs/{run}")).await;
         if !["queued", "running"].contains(&status["status"].as_str().unwrap_or("queued")) {
             return status;
         }
