@@ -8,6 +8,7 @@
 use agwire_core::patch::{apply_patch, diff};
 use agwire_core::verify::Verifier;
 use agwire_core::*;
+use axum::http::request::Parts;
 use serde_json::{Map, Value};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
@@ -97,6 +98,9 @@ pub struct RunContext {
     usage: Vec<TokenUsage>,
     subagent: Option<String>,
     minted: u64,
+    /// The HTTP request's head (boxed: absent for detached runs, and one
+    /// pointer in every context).
+    request: Option<Box<Parts>>,
 }
 
 impl RunContext {
@@ -133,7 +137,55 @@ impl RunContext {
             usage: Vec::new(),
             subagent: None,
             minted: 0,
+            request: None,
         }
+    }
+
+    /// Gives the run the head of the HTTP request that started it.
+    pub(crate) fn with_request(mut self, head: Parts) -> Self {
+        self.request = Some(Box::new(head));
+        self
+    }
+
+    /// The head of the HTTP request that started this run: method, URI,
+    /// headers, and the extensions the app's middleware inserted (an
+    /// authenticated user, a tenant — see [`RunContext::extension`]).
+    /// `None` for a run started without HTTP ([`crate::run_detached`]).
+    ///
+    /// The head is kept while the run streams; an agent that no longer
+    /// needs it frees it with [`RunContext::take_request`].
+    pub fn request(&self) -> Option<&Parts> {
+        self.request.as_deref()
+    }
+
+    /// Takes the request's head out of the context (see [`RunContext::request`]).
+    pub fn take_request(&mut self) -> Option<Parts> {
+        self.request.take().map(|head| *head)
+    }
+
+    /// A value the app's middleware put in the request's extensions
+    /// (`request.extensions_mut().insert(user)`), as axum's `Extension`
+    /// extractor reads it.
+    ///
+    /// ```
+    /// use agwire_core::RunAgentInput;
+    /// use agwire_server::{Agent, AgentError, RunContext};
+    ///
+    /// #[derive(Clone)]
+    /// struct User(String);
+    ///
+    /// struct Greeter;
+    /// impl Agent for Greeter {
+    ///     async fn run(&self, _: RunAgentInput, ctx: &mut RunContext) -> Result<(), AgentError> {
+    ///         let name = ctx.extension::<User>().map(|u| u.0.clone());
+    ///         let name = name.ok_or_else(|| AgentError::new("no user").with_code("unauthenticated"))?;
+    ///         ctx.say(&format!("Hello, {name}!")).await?;
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.request.as_ref()?.extensions.get::<T>()
     }
 
     /// The thread this run belongs to.

@@ -5,6 +5,7 @@ use agwire_core::RunAgentInput;
 use agwire_core::decode::{DecodeMode, decode};
 use axum::body::Body;
 use axum::extract::Request;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -199,9 +200,16 @@ impl Intake {
 
     /// The checked request's body, and the response format.
     pub async fn bytes(&self, request: Request) -> Result<(Bytes, WireFormat), IntakeError> {
-        self.check_head(request.method(), request.headers())?;
-        let format = self.format(request.headers());
-        let body = Limited::new(request.into_body(), self.max_body_bytes)
+        let (parts, body) = request.into_parts();
+        self.bytes_of(&parts, body).await
+    }
+
+    /// [`Intake::bytes`] of a request already split, so the caller keeps
+    /// its head (an agent sees it: [`crate::RunContext::request`]).
+    async fn bytes_of(&self, head: &Parts, body: Body) -> Result<(Bytes, WireFormat), IntakeError> {
+        self.check_head(&head.method, &head.headers)?;
+        let format = self.format(&head.headers);
+        let body = Limited::new(body, self.max_body_bytes)
             .collect()
             .await
             .map_err(|err| {
@@ -220,7 +228,16 @@ impl Intake {
         &self,
         request: Request,
     ) -> Result<(serde_json::Value, WireFormat), IntakeError> {
-        let (body, format) = self.bytes(request).await?;
+        let (parts, body) = request.into_parts();
+        self.json_of(&parts, body).await
+    }
+
+    async fn json_of(
+        &self,
+        head: &Parts,
+        body: Body,
+    ) -> Result<(serde_json::Value, WireFormat), IntakeError> {
+        let (body, format) = self.bytes_of(head, body).await?;
         let value = serde_json::from_slice(&body)
             .map_err(|err| IntakeError::InvalidJson(err.to_string()))?;
         Ok((value, format))
@@ -233,7 +250,18 @@ impl Intake {
         &self,
         request: Request,
     ) -> Result<(RunAgentInput, WireFormat), IntakeError> {
-        let (value, format) = self.json(request).await?;
+        let (parts, body) = request.into_parts();
+        self.run_input_of(&parts, body).await
+    }
+
+    /// [`Intake::run_input`] of a request already split: the head stays
+    /// the caller's.
+    pub async fn run_input_of(
+        &self,
+        head: &Parts,
+        body: Body,
+    ) -> Result<(RunAgentInput, WireFormat), IntakeError> {
+        let (value, format) = self.json_of(head, body).await?;
         let decoded = decode::<RunAgentInput>(value, DecodeMode::Lenient)
             .map_err(|err| IntakeError::InvalidInput(err.to_string()))?;
         for warning in &decoded.warnings {

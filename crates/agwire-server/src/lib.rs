@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;
 mod context;
@@ -24,3 +25,7 @@ pub use tokio_util::sync::CancellationToken;
 
 /// The protocol crate, re-exported so agents need one dependency.
 pub use agwire_core as core;
+
+/// The `http` crate (through axum) whose types agents meet in
+/// [`RunContext::request`]: re-exported so they name the same version.
+pub use axum::http;

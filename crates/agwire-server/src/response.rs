@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use agwire_codec::negotiate::WireFormat;
 use agwire_codec::sse::SseEncoder;
-use agwire_core::{BaseEvent, Event, RunErrorEvent};
+use agwire_core::Event;
+#[cfg(feature = "proto")]
+use agwire_core::{BaseEvent, RunErrorEvent};
 use axum::body::Body;
 use axum::http::{HeaderValue, header};
 use axum::response::Response;

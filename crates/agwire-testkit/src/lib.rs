@@ -16,7 +16,10 @@
     reason = "test helpers fail loudly, and announce skips on stderr"
 )]
 
+/// The dojo agents live beside the example that serves them, so the
+/// published crate's example is whole; the tests run the same file.
 #[cfg(feature = "dojo")]
+#[path = "../../agwire-server/examples/dojo/agents.rs"]
 pub mod dojo;
 #[cfg(feature = "fuzz-checks")]
 pub mod fuzz_checks;

@@ -3,9 +3,9 @@
 //! `/agentic_generative_ui`, `/tool_based_generative_ui`, `/shared_state`,
 //! `/predictive_state_updates`, `/reasoning`, `/subagents`, `/interrupt`).
 //!
-//! The agents are agwire-testkit's `dojo` module
-//! (`crates/agwire-testkit/src/dojo.rs`): the ones this crate's tests run, so
-//! what the tests prove is what this example serves.
+//! The agents are in `agents.rs` beside this file; the workspace's tests
+//! run the same file (agwire-testkit's `dojo` module), so what the tests
+//! prove is what this example serves.
 //!
 //! ```text
 //! cargo run -p agwire-server --example dojo -- --addr 127.0.0.1:8000
@@ -18,9 +18,10 @@ use std::io::Write;
 use std::net::SocketAddr;
 
 use agwire_codec::negotiate::Negotiator;
-use agwire_testkit::dojo;
 use axum::serve::ListenerExt;
 use clap::Parser;
+
+mod agents;
 
 /// Serve every AG-UI dojo feature, one deterministic agent per path
 /// (POST /agentic_chat, /backend_tool_rendering, /human_in_the_loop, …).
@@ -43,7 +44,7 @@ async fn main() -> std::io::Result<()> {
         .init();
     let args = Args::parse();
     let negotiator = Negotiator::new().prefer_sse_for_wildcards(args.prefer_sse_for_wildcards);
-    let app = dojo::router(|endpoint| endpoint.negotiator(negotiator));
+    let app = agents::router(|endpoint| endpoint.negotiator(negotiator));
     let listener = tokio::net::TcpListener::bind(args.addr).await?;
     let addr = listener.local_addr()?;
     writeln!(std::io::stdout().lock(), "listening http://{addr}")?;

@@ -1,9 +1,13 @@
 //! The AG-UI dojo features as deterministic agents: the same input always
 //! gives the same stream, so tests can state exactly what a client must fold.
 //!
-//! Served by agwire-server's `dojo` example and exercised by its tests
-//! (feature `dojo`): one set of agents for both, so what the tests prove is
-//! what the example serves.
+//! Served by agwire-server's `dojo` example (this file is its `agents`
+//! module) and exercised by the workspace's tests through the test kit's
+//! `dojo` module, which is this same file: what the tests prove is what the
+//! example serves.
+// Public for the test kit, which exports these agents; the example uses
+// them from a private module.
+#![allow(unreachable_pub)]
 
 use agwire_server::core::{Interrupt, Message, ResumeStatus, RunAgentInput};
 use agwire_server::{Agent, AgentEndpoint, AgentError, RunContext};
