@@ -7,7 +7,8 @@ normal (non-dev) dependency between workspace crates, and every such
 dependency an arrow: a crate that gains or loses a dependency fails this
 check until the picture says so. Dev-dependencies are left out (tests may
 use any crate), and so are the crates that are build plumbing rather than
-architecture (SKIPPED).
+architecture (SKIPPED); of those, the workspace-hack may be a dependency of
+the binary only (HACK_USERS).
 """
 import json
 import re
@@ -15,9 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-# cargo-hakari's feature-unification crate, and the benchmarks' crate: every
-# build depends on the one, and the other depends on everything.
+# cargo-hakari's feature-unification crate, and the benchmarks' crate: the
+# binary depends on the one (and so every build of it), and the other
+# depends on everything.
 SKIPPED = {"agwire-workspace-hack", "agwire-bench"}
+# The only crates that may depend on the workspace-hack (ARCHITECTURE.md:
+# "Only the binary depends on it"): a published library crate cannot depend
+# on an unpublished one, and would drag the binary's features (sqlx, tokio
+# full, aws-lc) into everyone's build.
+HACK_USERS = {"agwire"}
 
 root = Path(__file__).resolve().parent.parent
 doc = (root / "docs/ARCHITECTURE.md").read_text()
@@ -51,6 +58,14 @@ actual = {
 }
 
 problems = []
+for p in metadata["packages"]:
+    if p["name"] not in HACK_USERS and any(
+        d["name"] == "agwire-workspace-hack" and d["kind"] in (None, "build")
+        for d in p["dependencies"]
+    ):
+        problems.append(
+            f"{p['name']} depends on agwire-workspace-hack: only {', '.join(sorted(HACK_USERS))} may"
+        )
 for a, b in sorted(actual - drawn):
     problems.append(f"{a} depends on {b} (Cargo.toml) but the diagram has no arrow {a} --> {b}")
 for a, b in sorted(drawn - actual):

@@ -87,6 +87,7 @@ pub struct ClientBuilder {
     accept: Accept,
     verify: bool,
     reconnect: Reconnect,
+    http: Option<reqwest::Client>,
 }
 
 impl ClientBuilder {
@@ -102,7 +103,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Limit on establishing the connection.
+    /// Limit on establishing the connection (refused with
+    /// [`ClientBuilder::http_client`]).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self
@@ -116,7 +118,7 @@ impl ClientBuilder {
     }
 
     /// Limit on a whole request, body included (none by default: runs may be
-    /// long).
+    /// long). Refused with [`ClientBuilder::http_client`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -141,6 +143,26 @@ impl ClientBuilder {
         self
     }
 
+    /// Sends every request through `http` instead of a `reqwest::Client`
+    /// built here: for a proxy, your own TLS roots or client certificate, a
+    /// connection pool shared with the rest of your program.
+    ///
+    /// `http`'s own settings then rule the connection, so
+    /// [`ClientBuilder::connect_timeout`] and [`ClientBuilder::timeout`],
+    /// which configure the `reqwest::Client` built here, cannot be combined
+    /// with it: [`ClientBuilder::build`] refuses them with [`Error::Config`]
+    /// rather than ignore them (set them on `reqwest::ClientBuilder`
+    /// instead). Everything else still applies: the headers and bearer token
+    /// (added to each request), [`ClientBuilder::idle_timeout`], the accepted
+    /// formats, verification and reconnection.
+    ///
+    /// Name reqwest through this crate's re-export ([`crate::reqwest`]) so
+    /// that the versions match.
+    pub fn http_client(mut self, http: reqwest::Client) -> Self {
+        self.http = Some(http);
+        self
+    }
+
     /// The client.
     pub fn build(self) -> Result<Client, Error> {
         let url = Url::parse(&self.url).map_err(|e| Error::Config(format!("url: {e}")))?;
@@ -158,14 +180,26 @@ impl ClientBuilder {
             value.set_sensitive(true);
             headers.insert(header::AUTHORIZATION, value);
         }
-        let mut http = reqwest::Client::builder();
-        if let Some(t) = self.connect_timeout {
-            http = http.connect_timeout(t);
-        }
-        if let Some(t) = self.timeout {
-            http = http.timeout(t);
-        }
-        let http = http.build().map_err(|e| Error::Config(e.to_string()))?;
+        let http = match self.http {
+            Some(_) if self.connect_timeout.is_some() || self.timeout.is_some() => {
+                return Err(Error::Config(
+                    "connect_timeout and timeout configure the reqwest::Client built here; \
+                     with http_client, set them on your own reqwest::Client"
+                        .into(),
+                ));
+            }
+            Some(http) => http,
+            None => {
+                let mut http = reqwest::Client::builder();
+                if let Some(t) = self.connect_timeout {
+                    http = http.connect_timeout(t);
+                }
+                if let Some(t) = self.timeout {
+                    http = http.timeout(t);
+                }
+                http.build().map_err(|e| Error::Config(e.to_string()))?
+            }
+        };
         Ok(Client {
             http,
             url,
@@ -191,6 +225,7 @@ impl Client {
             accept: Accept::default(),
             verify: true,
             reconnect: Reconnect::default(),
+            http: None,
         }
     }
 

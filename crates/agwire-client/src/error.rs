@@ -6,7 +6,8 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The client could not be built (bad URL, bad header).
+    /// The client could not be built (bad URL, bad header, settings that
+    /// cannot be combined).
     #[error("invalid client configuration: {0}")]
     Config(String),
     /// The request could not be sent or the connection failed.

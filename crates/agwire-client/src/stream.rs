@@ -10,10 +10,11 @@ use agwire_codec::proto::FrameDecoder;
 use agwire_codec::sse::{SseDecoder, SseFrame, decode_frame};
 use agwire_core::apply::Session;
 use agwire_core::pipeline::Pipeline;
-use agwire_core::{BaseEvent, DecodeMode, Event, RunAgentInput, RunErrorEvent, Warning};
+use agwire_core::{BaseEvent, DecodeMode, Event, Message, RunAgentInput, RunErrorEvent, Warning};
 use bytes::Bytes;
 use reqwest::header;
 use reqwest::{Method, Response, Url};
+use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::client::{Client, Reconnect};
@@ -86,25 +87,51 @@ impl Client {
     /// Starts a run: posts `input` and returns its event stream once the
     /// response headers arrived. A non-2xx answer is [`Error::Status`].
     pub async fn run(&self, input: &RunAgentInput) -> Result<RunStream, Error> {
+        self.start(input, None).await
+    }
+
+    /// [`Client::run`], folding from `seed` (messages and state) instead of
+    /// the input's own: an [`HttpAgent`](crate::HttpAgent) folds into all of
+    /// its messages, the activity messages it does not send included.
+    pub(crate) async fn start(
+        &self,
+        input: &RunAgentInput,
+        seed: Option<(Vec<Message>, Value)>,
+    ) -> Result<RunStream, Error> {
         let body = Bytes::from(
             serde_json::to_vec(input).map_err(|e| Error::Config(format!("input: {e}")))?,
         );
         let response = self
             .send(Method::POST, self.url().clone(), Some(body.clone()), None)
             .await?;
-        Ok(RunStream::new(self.clone(), input.clone(), body, response))
+        Ok(RunStream::new(
+            self.clone(),
+            input.clone(),
+            body,
+            response,
+            seed,
+        ))
     }
 }
 
 impl RunStream {
-    fn new(client: Client, input: RunAgentInput, body: Bytes, response: Response) -> Self {
+    fn new(
+        client: Client,
+        input: RunAgentInput,
+        body: Bytes,
+        response: Response,
+        seed: Option<(Vec<Message>, Value)>,
+    ) -> Self {
         let location = response
             .headers()
             .get(header::LOCATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|l| response.url().join(l).ok());
         let decoder = decoder_for(&response);
-        let pipeline = client.verify.then(|| Pipeline::for_input(&input));
+        let pipeline = client.verify.then(|| match seed {
+            Some((messages, state)) => Pipeline::new(input.thread_id.clone(), messages, state),
+            None => Pipeline::for_input(&input),
+        });
         Self {
             client,
             input,

@@ -118,17 +118,21 @@ impl Client {
         let outcome = dispatch(&mut stream, subscriber).await;
         subscriber.on_run_finalized();
         outcome?;
-        Ok(RunSummary::new(input, stream.into_session()))
+        Ok(RunSummary::new(&input.messages, stream.into_session()))
     }
 }
 
 /// Reads `stream` to its end, calling the hooks.
-async fn dispatch(stream: &mut RunStream, subscriber: &mut dyn Subscriber) -> Result<(), Error> {
+pub(crate) async fn dispatch(
+    stream: &mut RunStream,
+    subscriber: &mut dyn Subscriber,
+) -> Result<(), Error> {
     let mut texts: HashMap<String, String> = HashMap::new();
     let mut reasoning: HashMap<String, String> = HashMap::new();
     let mut calls: HashMap<String, (String, String)> = HashMap::new();
+    // Before the first event the session is what the run folds from.
     let mut seen_messages: std::collections::HashSet<String> = stream
-        .input()
+        .session()
         .messages
         .iter()
         .map(|m| m.id().to_owned())

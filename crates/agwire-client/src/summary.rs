@@ -1,7 +1,7 @@
 //! [`RunSummary`]: what a finished run folded into.
 
 use agwire_core::apply::{RunEnd, Session};
-use agwire_core::{Interrupt, Message, RunAgentInput, RunFinishedOutcome, TokenUsage};
+use agwire_core::{Interrupt, Message, RunFinishedOutcome, TokenUsage};
 use serde_json::Value;
 
 /// A run read to its end and folded.
@@ -10,15 +10,15 @@ pub struct RunSummary {
     /// Messages, state, pending interrupts and tool calls, and how the run
     /// ended, exactly as the official client would hold them.
     pub session: Session,
-    /// Messages this run added (ids absent from the input), as the official
-    /// client's `runAgent()` returns them.
+    /// Messages this run added (ids absent from the messages it started
+    /// from), as the official client's `runAgent()` returns them.
     pub new_messages: Vec<Message>,
 }
 
 impl RunSummary {
-    pub(crate) fn new(input: &RunAgentInput, session: Session) -> Self {
-        let before: std::collections::HashSet<&str> =
-            input.messages.iter().map(Message::id).collect();
+    /// The summary of `session`, folded from `before`.
+    pub(crate) fn new(before: &[Message], session: Session) -> Self {
+        let before: std::collections::HashSet<&str> = before.iter().map(Message::id).collect();
         let new_messages = session
             .messages
             .iter()

@@ -459,18 +459,3 @@ async fn gives_up_after_max_attempts_without_progress() {
     );
     assert_eq!(attempts.lock().unwrap().len(), 4);
 }
-
-#[cfg(feature = "rustls")]
-#[tokio::test]
-async fn https_urls_are_spoken_with_the_rustls_feature() {
-    // Nothing listens on port 1: the error must be about connecting, not
-    // about an unsupported scheme.
-    let client = Client::new("https://127.0.0.1:1/agent").unwrap();
-    let error = client.run(&input()).await.unwrap_err();
-    let text = format!("{error:?}");
-    assert!(
-        text.contains("Connect") || text.contains("connect"),
-        "{text}"
-    );
-    assert!(!text.contains("scheme"), "{text}");
-}

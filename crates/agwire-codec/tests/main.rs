@@ -6,6 +6,7 @@ mod common;
 
 mod fuzz_corpus;
 mod negotiate_interop;
+mod own_transport;
 mod proto_codegen;
 mod proto_direct;
 mod proto_freeze;

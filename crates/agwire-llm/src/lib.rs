@@ -1,8 +1,13 @@
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "agui")]
+#[cfg_attr(docsrs, doc(cfg(feature = "agui")))]
+pub mod agui;
 mod chat;
 mod error;
 #[cfg(feature = "local")]
+#[cfg_attr(docsrs, doc(cfg(feature = "local")))]
 pub mod local;
 mod openai;
 mod scripted;

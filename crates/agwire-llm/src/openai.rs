@@ -56,6 +56,12 @@ impl OpenAiConfig {
         }
     }
 
+    /// Sends `Authorization: Bearer <key>`.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
     /// From `AGWIRE_LLM_BASE_URL`, `AGWIRE_LLM_API_KEY`, `AGWIRE_LLM_MODEL`
     /// (`None` without a base URL).
     pub fn from_env() -> Option<Self> {

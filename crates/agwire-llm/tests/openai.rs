@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 /// One scripted answer of the fake server.
 #[derive(Clone)]
-struct Reply {
+pub(crate) struct Reply {
     status: u16,
     headers: Vec<(&'static str, String)>,
     /// Body pieces, written separately.
@@ -36,9 +36,9 @@ struct Reply {
 }
 
 #[derive(Clone, Default)]
-struct Fake {
-    replies: Arc<Mutex<VecDeque<Reply>>>,
-    requests: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
+pub(crate) struct Fake {
+    pub(crate) replies: Arc<Mutex<VecDeque<Reply>>>,
+    pub(crate) requests: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
     dropped: Arc<AtomicBool>,
 }
 
@@ -92,7 +92,7 @@ async fn completions(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) 
     response.body(Body::from_stream(stream)).unwrap()
 }
 
-async fn fake() -> (SocketAddr, Fake) {
+pub(crate) async fn fake() -> (SocketAddr, Fake) {
     let fake = Fake::default();
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(completions))
@@ -105,7 +105,7 @@ async fn fake() -> (SocketAddr, Fake) {
 
 /// `data:` lines of OpenAI chunk objects, then `[DONE]`; the bytes split at
 /// fixed, awkward places (mid-line, mid-UTF-8).
-fn sse(chunks: &[Value], done: bool) -> Vec<Vec<u8>> {
+pub(crate) fn sse(chunks: &[Value], done: bool) -> Vec<Vec<u8>> {
     let mut text = String::new();
     for (i, delta_choice) in chunks.iter().enumerate() {
         let mut chunk = json!({
@@ -128,11 +128,11 @@ fn sse(chunks: &[Value], done: bool) -> Vec<Vec<u8>> {
     bytes.chunks(37).map(<[u8]>::to_vec).collect()
 }
 
-fn choice(delta: Value, finish: Value) -> Value {
+pub(crate) fn choice(delta: Value, finish: Value) -> Value {
     json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}]})
 }
 
-fn ok(pieces: Vec<Vec<u8>>) -> Reply {
+pub(crate) fn ok(pieces: Vec<Vec<u8>>) -> Reply {
     Reply {
         status: 200,
         headers: Vec::new(),
@@ -141,7 +141,7 @@ fn ok(pieces: Vec<Vec<u8>>) -> Reply {
     }
 }
 
-fn model(addr: SocketAddr) -> OpenAiCompatible {
+pub(crate) fn model(addr: SocketAddr) -> OpenAiCompatible {
     let mut config = OpenAiConfig::new(format!("http://{addr}/v1/"), "test-model");
     config.api_key = Some("sk-test".into());
     config.initial_backoff = Duration::from_millis(5);

@@ -7,10 +7,9 @@
 
 use std::sync::Arc;
 
-use agwire_core::{Content, ContentPart, Message, PartSource, RunAgentInput, TokenUsage};
-use agwire_llm::{
-    ChatEvent, ChatMessage, ChatModel, ChatRequest, ToolCall, ToolChoice, ToolSpec, UserPart,
-};
+use agwire_core::{Message, RunAgentInput};
+use agwire_llm::agui::{self, ToolLoop, Tools};
+use agwire_llm::{ChatMessage, ChatModel, ChatRequest, ToolCall, ToolSpec};
 use agwire_server::{Agent, AgentError, DynAgent, RunContext};
 use serde_json::{Value, json};
 
@@ -144,16 +143,6 @@ struct Turn {
     tools: Vec<agwire_core::Tool>,
 }
 
-fn failed(error: &agwire_llm::Error) -> AgentError {
-    match error {
-        // A limit, not a fault: the client may retry later.
-        agwire_llm::Error::Busy { .. } => {
-            AgentError::new(error.to_string()).with_code("model_busy")
-        }
-        _ => AgentError::new(format!("the model failed: {error}")).with_code("llm_error"),
-    }
-}
-
 impl Agent for LlmRun {
     // Not an `async fn`: its input would be held in the future for the
     // whole run; only the turn's context and tools are.
@@ -176,7 +165,7 @@ impl Agent for LlmRun {
             ctx.start_step("router").await?;
             let (agent, usage) = Box::pin(self.route(&history)).await;
             if let Some(usage) = usage {
-                ctx.add_usage(token_usage(usage));
+                ctx.add_usage(usage.into());
             }
             ctx.finish_step("router").await?;
             ctx.start_step("worker").await?;
@@ -322,74 +311,34 @@ impl LlmRun {
         history: Vec<Message>,
         ctx: &mut RunContext,
     ) -> Result<(), AgentError> {
-        let mut conversation = Vec::with_capacity(history.len() + 2);
-        conversation.push(ChatMessage::system(self.system_prompt(agent, turn)));
+        let mut messages = Vec::with_capacity(history.len() + 2);
+        messages.push(ChatMessage::system(self.system_prompt(agent, turn)));
         // The run is given the thread's latest `HISTORY_WINDOW` messages:
         // all of them go to the model (moved: the history is the
         // conversation now).
-        conversation.extend(history.into_iter().filter_map(into_chat));
-        let mut tools = offered(self.brain.tools.specs(&agent.enabled_tools));
-        // Frontend tools (the request's) after ours; the validator already
-        // refused names that collide.
-        tools.extend(turn.tools.iter().map(|t| {
-            ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                parameters: t
-                    .parameters
-                    .clone()
-                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-            }
-        }));
-        let mut hints: Vec<Value> = Vec::new();
-        for _ in 0..MAX_ROUNDS {
-            let request = ChatRequest {
-                messages: conversation.clone(),
-                tools: tools.clone(),
-                tool_choice: (!tools.is_empty()).then_some(ToolChoice::Auto),
-                ..ChatRequest::default()
-            };
-            let round = self.stream_round(request, ctx).await?;
-            conversation.push(ChatMessage::Assistant {
-                content: (!round.text.is_empty()).then(|| round.text.clone()),
-                reasoning: None,
-                tool_calls: round.calls.clone(),
-            });
-            if round.calls.is_empty() {
-                break;
-            }
-            let mut handed_back = false;
-            for call in &round.calls {
-                if !self.brain.tools.has(&call.name) || !agent.enabled_tools.contains(&call.name) {
-                    // A frontend tool: the client runs it; the run ends
-                    // with it pending.
-                    handed_back = true;
-                    continue;
-                }
-                let env = ToolEnv {
-                    store: &*self.setup.store,
-                    user: &self.setup.user,
-                    clock: &self.setup.clock,
-                    now_ms: jiff::Timestamp::now().as_millisecond(),
-                };
-                let output = self
-                    .brain
-                    .tools
-                    .call(&call.name, &call.arguments, env)
-                    .await;
-                if let Some(hint) = output.ui_hint {
-                    hints.push(hint);
-                }
-                ctx.tool_result(&call.id, output.content.clone()).await?;
-                conversation.push(ChatMessage::Tool {
-                    tool_call_id: call.id.clone(),
-                    content: output.content,
-                });
-            }
-            if handed_back {
-                break;
-            }
-        }
+        messages.extend(agui::chat_messages(history));
+        // The request's (frontend) tools; the loop offers the backend ones
+        // first. The validator already refused names that collide.
+        let request = ChatRequest {
+            messages,
+            tools: turn.tools.iter().map(ToolSpec::from).collect(),
+            ..ChatRequest::default()
+        };
+        let tools = AgentTools {
+            brain: &self.brain,
+            agent,
+            setup: &self.setup,
+            hints: std::sync::Mutex::new(Vec::new()),
+        };
+        ToolLoop::new(&*self.brain.worker)
+            .tools(&tools)
+            .max_rounds(MAX_ROUNDS)
+            .run(request, ctx)
+            .await?;
+        let hints = tools
+            .hints
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !hints.is_empty() {
             let compiled = crate::brain::ui_schema::compile(&hints, &self.setup.locale);
             for warning in &compiled.warnings {
@@ -402,111 +351,52 @@ impl LlmRun {
         }
         Ok(())
     }
-
-    /// One model call streamed into the run: text, reasoning and tool calls
-    /// as they arrive. Returns what the model said.
-    async fn stream_round(
-        &self,
-        request: ChatRequest,
-        ctx: &mut RunContext,
-    ) -> Result<Round, AgentError> {
-        let mut stream = tokio::select! {
-            stream = self.brain.worker.stream(request) => stream.map_err(|e| failed(&e))?,
-            () = ctx.cancelled() => return Err(AgentError::new("cancelled").with_code("cancelled")),
-        };
-        let mut round = Round::default();
-        let mut text_id: Option<String> = None;
-        let mut reasoning_id: Option<String> = None;
-        // Provider index → our tool call id.
-        let mut calls: Vec<(String, String, String)> = Vec::new();
-        loop {
-            let item = tokio::select! {
-                item = futures_util::StreamExt::next(&mut stream) => item,
-                // Dropping the stream closes the upstream request.
-                () = ctx.cancelled() => return Err(AgentError::new("cancelled").with_code("cancelled")),
-            };
-            let Some(item) = item else {
-                break;
-            };
-            match item.map_err(|e| failed(&e))? {
-                ChatEvent::ReasoningDelta(delta) => {
-                    if reasoning_id.is_none() {
-                        reasoning_id = Some(ctx.start_reasoning().await?);
-                    }
-                    if let Some(id) = &reasoning_id {
-                        ctx.reasoning(id, &delta).await?;
-                    }
-                }
-                ChatEvent::TextDelta(delta) => {
-                    if let Some(id) = reasoning_id.take() {
-                        ctx.end_reasoning(&id).await?;
-                    }
-                    if text_id.is_none() {
-                        text_id = Some(ctx.start_text().await?);
-                    }
-                    if let Some(id) = &text_id {
-                        ctx.text(id, &delta).await?;
-                    }
-                    round.text.push_str(&delta);
-                }
-                ChatEvent::ToolCallStart { index, name, .. } => {
-                    if let Some(id) = reasoning_id.take() {
-                        ctx.end_reasoning(&id).await?;
-                    }
-                    let id = ctx.start_tool_call(&name, text_id.as_deref()).await?;
-                    if calls.len() <= index {
-                        calls.resize(index + 1, (String::new(), String::new(), String::new()));
-                    }
-                    calls[index] = (id, name, String::new());
-                }
-                ChatEvent::ToolCallArgs { index, delta } => {
-                    if let Some((id, _, args)) = calls.get_mut(index)
-                        && !id.is_empty()
-                    {
-                        ctx.tool_call_args(id, &delta).await?;
-                        args.push_str(&delta);
-                    }
-                }
-                ChatEvent::Usage(usage) => ctx.add_usage(token_usage(usage)),
-                ChatEvent::Finish(_) => {}
-            }
-        }
-        if let Some(id) = reasoning_id.take() {
-            ctx.end_reasoning(&id).await?;
-        }
-        if let Some(id) = text_id.take() {
-            ctx.end_text(&id).await?;
-        }
-        for (id, name, arguments) in calls {
-            if id.is_empty() {
-                continue;
-            }
-            ctx.end_tool_call(&id).await?;
-            round.calls.push(ToolCall {
-                id,
-                name,
-                arguments,
-            });
-        }
-        Ok(round)
-    }
 }
 
-/// A provider's counts as AG-UI's.
-fn token_usage(usage: agwire_llm::Usage) -> TokenUsage {
-    TokenUsage {
-        input_tokens: Some(usage.prompt_tokens),
-        output_tokens: Some(usage.completion_tokens),
-        total_tokens: Some(usage.total_tokens),
-        ..TokenUsage::default()
-    }
+/// The agent's backend tools as the worker's tool loop runs them: a call
+/// to a tool the agent does not enable, or to a frontend tool, is handed
+/// back; each tool's `ui_hint` is kept for the run's `ui_schema` card.
+struct AgentTools<'a> {
+    brain: &'a LlmBrain,
+    agent: &'a AgentSpec,
+    setup: &'a RunSetup,
+    hints: std::sync::Mutex<Vec<Value>>,
 }
 
-/// What one model call said.
-#[derive(Debug, Default)]
-struct Round {
-    text: String,
-    calls: Vec<ToolCall>,
+impl Tools for AgentTools<'_> {
+    fn specs(&self) -> Vec<ToolSpec> {
+        offered(self.brain.tools.specs(&self.agent.enabled_tools))
+    }
+
+    fn call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        _: &'a mut RunContext,
+    ) -> Option<agwire_llm::BoxFuture<'a, Result<String, AgentError>>> {
+        if !self.brain.tools.has(&call.name) || !self.agent.enabled_tools.contains(&call.name) {
+            return None;
+        }
+        Some(Box::pin(async move {
+            let env = ToolEnv {
+                store: &*self.setup.store,
+                user: &self.setup.user,
+                clock: &self.setup.clock,
+                now_ms: jiff::Timestamp::now().as_millisecond(),
+            };
+            let output = self
+                .brain
+                .tools
+                .call(&call.name, &call.arguments, env)
+                .await;
+            if let Some(hint) = output.ui_hint {
+                self.hints
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(hint);
+            }
+            Ok(output.content)
+        }))
+    }
 }
 
 /// The router's answer: `{"agent": "name"}`, tolerating code fences and a
@@ -530,56 +420,6 @@ fn parse_route(text: &str) -> Option<String> {
             .chars()
             .all(|c| c.is_alphanumeric() || c == '_' || c == '-'))
     .then(|| bare.to_owned())
-}
-
-/// A stored AG-UI message as the model sees it (its text moved, not copied).
-fn into_chat(message: Message) -> Option<ChatMessage> {
-    match message {
-        Message::User(user) => {
-            let parts = match user.content {
-                Content::Text(text) => vec![UserPart::Text(text)],
-                Content::Parts(parts) => parts
-                    .into_iter()
-                    .filter_map(|part| match part {
-                        ContentPart::Text(t) => Some(UserPart::Text(t.text)),
-                        ContentPart::Image(media) => match media.source {
-                            // Stored attachments are references; the model
-                            // gets a note, not our internal id.
-                            PartSource::Url { value, .. }
-                                if value.starts_with("http") || value.starts_with("data:") =>
-                            {
-                                Some(UserPart::ImageUrl(value))
-                            }
-                            _ => Some(UserPart::Text("[image attached]".into())),
-                        },
-                        _ => None,
-                    })
-                    .collect(),
-            };
-            Some(ChatMessage::User { content: parts })
-        }
-        Message::Assistant(assistant) => Some(ChatMessage::Assistant {
-            content: assistant.content,
-            reasoning: None,
-            tool_calls: assistant
-                .tool_calls
-                .into_iter()
-                .flatten()
-                .map(|call| ToolCall {
-                    id: call.id,
-                    name: call.function.name,
-                    arguments: call.function.arguments,
-                })
-                .collect(),
-        }),
-        Message::Tool(tool) => Some(ChatMessage::Tool {
-            content: tool.content.text(),
-            tool_call_id: tool.tool_call_id,
-        }),
-        Message::System(system) => Some(ChatMessage::system(system.content)),
-        Message::Developer(developer) => Some(ChatMessage::system(developer.content)),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
