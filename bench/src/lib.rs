@@ -49,48 +49,31 @@ fn base() -> BaseEvent {
 }
 
 fn run_started() -> Event {
-    Event::RunStarted(RunStartedEvent {
-        thread_id: "bench-thread".into(),
-        run_id: "bench-run".into(),
-        parent_run_id: None,
-        protocol_version: Some("1.0".into()),
-        input: None,
-        base: base(),
-    })
+    Event::RunStarted(
+        RunStartedEvent::new("bench-thread", "bench-run")
+            .protocol_version("1.0")
+            .base(base()),
+    )
 }
 
 fn run_finished() -> Event {
-    Event::RunFinished(RunFinishedEvent {
-        thread_id: "bench-thread".into(),
-        run_id: "bench-run".into(),
-        result: None,
-        outcome: None,
-        usage: None,
-        base: base(),
-    })
+    Event::RunFinished(RunFinishedEvent::new("bench-thread", "bench-run").base(base()))
 }
 
 fn text(events: &mut Vec<Event>, id: &str, deltas: usize, offset: usize) {
-    events.push(Event::TextMessageStart(TextMessageStartEvent {
-        message_id: id.into(),
-        role: Some(TextMessageRole::Assistant),
-        name: None,
-        subagent_run_id: None,
-        base: base(),
-    }));
+    events.push(Event::TextMessageStart(
+        TextMessageStartEvent::new(id)
+            .role(TextMessageRole::Assistant)
+            .base(base()),
+    ));
     for i in 0..deltas {
-        events.push(Event::TextMessageContent(TextMessageContentEvent {
-            message_id: id.into(),
-            delta: delta(offset + i),
-            subagent_run_id: None,
-            base: base(),
-        }));
+        events.push(Event::TextMessageContent(
+            TextMessageContentEvent::new(id, delta(offset + i)).base(base()),
+        ));
     }
-    events.push(Event::TextMessageEnd(TextMessageEndEvent {
-        message_id: id.into(),
-        subagent_run_id: None,
-        base: base(),
-    }));
+    events.push(Event::TextMessageEnd(
+        TextMessageEndEvent::new(id).base(base()),
+    ));
 }
 
 /// The `i`-th word of the stand-in model output (~7 bytes, some multi-byte).
@@ -127,75 +110,59 @@ pub fn mixed_run(turns: usize) -> Vec<Event> {
     let mut events = vec![run_started()];
     let mut history: Vec<Message> = Vec::new();
     for t in 0..turns {
-        events.push(Event::StepStarted(StepStartedEvent {
-            step_name: format!("turn-{t}"),
-            subagent_run_id: None,
-            base: base(),
-        }));
+        events.push(Event::StepStarted(
+            StepStartedEvent::new(format!("turn-{t}")).base(base()),
+        ));
         let msg = format!("msg-{t}");
         text(&mut events, &msg, 200, t * 1000);
         let call = format!("call-{t}");
-        events.push(Event::ToolCallStart(ToolCallStartEvent {
-            tool_call_id: call.clone(),
-            tool_call_name: "search_documents".into(),
-            parent_message_id: Some(msg.clone()),
-            subagent_run_id: None,
-            base: base(),
-        }));
+        events.push(Event::ToolCallStart(
+            ToolCallStartEvent::new(call.clone(), "search_documents")
+                .parent_message_id(msg.clone())
+                .base(base()),
+        ));
         let args = json!({"query": delta(t), "limit": 10, "filters": {"year": 2026}}).to_string();
         for piece in args.as_bytes().chunks(8) {
-            events.push(Event::ToolCallArgs(ToolCallArgsEvent {
-                tool_call_id: call.clone(),
-                delta: String::from_utf8_lossy(piece).into_owned(),
-                subagent_run_id: None,
-                base: base(),
-            }));
+            events.push(Event::ToolCallArgs(
+                ToolCallArgsEvent::new(call.clone(), String::from_utf8_lossy(piece).into_owned())
+                    .base(base()),
+            ));
         }
-        events.push(Event::ToolCallEnd(ToolCallEndEvent {
-            tool_call_id: call.clone(),
-            subagent_run_id: None,
-            base: base(),
-        }));
-        events.push(Event::ToolCallResult(ToolCallResultEvent {
-            message_id: format!("tool-{t}"),
-            tool_call_id: call.clone(),
-            content: json!({"hits": 3, "titles": ["a", "b", "c"]})
-                .to_string()
-                .into(),
-            role: None,
-            subagent_run_id: None,
-            base: base(),
-        }));
-        events.push(Event::StateSnapshot(StateSnapshotEvent {
-            snapshot: big_state(50_000, t),
-            subagent_run_id: None,
-            base: base(),
-        }));
+        events.push(Event::ToolCallEnd(
+            ToolCallEndEvent::new(call.clone()).base(base()),
+        ));
+        events.push(Event::ToolCallResult(
+            ToolCallResultEvent::new(
+                format!("tool-{t}"),
+                call.clone(),
+                json!({"hits": 3, "titles": ["a", "b", "c"]}).to_string(),
+            )
+            .base(base()),
+        ));
+        events.push(Event::StateSnapshot(
+            StateSnapshotEvent::new(big_state(50_000, t)).base(base()),
+        ));
         for d in 0..20 {
-            events.push(Event::StateDelta(StateDeltaEvent {
-                delta: vec![
+            events.push(Event::StateDelta(
+                StateDeltaEvent::new(vec![
                     PatchOperation::replace(format!("/items/{d}/done"), json!(d % 2 == 0)),
                     PatchOperation::add(
                         "/items/-",
                         json!({"id": format!("new-{t}-{d}"), "done": false}),
                     ),
-                ],
-                subagent_run_id: None,
-                base: base(),
-            }));
+                ])
+                .base(base()),
+            ));
         }
-        events.push(Event::StepFinished(StepFinishedEvent {
-            step_name: format!("turn-{t}"),
-            subagent_run_id: None,
-            base: base(),
-        }));
+        events.push(Event::StepFinished(
+            StepFinishedEvent::new(format!("turn-{t}")).base(base()),
+        ));
         history.push(Message::user(format!("user-{t}"), delta(t)));
         history.push(Message::assistant(msg, delta(t + 1)));
         if t % 5 == 4 {
-            events.push(Event::MessagesSnapshot(MessagesSnapshotEvent {
-                messages: history.clone(),
-                base: base(),
-            }));
+            events.push(Event::MessagesSnapshot(
+                MessagesSnapshotEvent::new(history.clone()).base(base()),
+            ));
         }
     }
     events.push(run_finished());

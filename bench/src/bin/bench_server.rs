@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use agwire_core::{BaseEvent, Event, RunAgentInput, RunStartedEvent};
+use agwire_core::{Event, RunAgentInput, RunStartedEvent};
 use agwire_server::{Agent, AgentEndpoint, AgentError, EventStream, Intake, RunContext};
 use axum::extract::{Query, Request};
 use axum::response::{IntoResponse, Response};
@@ -55,14 +55,7 @@ async fn idle_events(request: Request) -> Response {
         Ok(accepted) => accepted,
         Err(refused) => return refused.into_response(),
     };
-    let started = Event::RunStarted(RunStartedEvent {
-        thread_id: input.thread_id,
-        run_id: input.run_id,
-        parent_run_id: None,
-        protocol_version: None,
-        input: None,
-        base: BaseEvent::default(),
-    });
+    let started = Event::RunStarted(RunStartedEvent::new(input.thread_id, input.run_id));
     let events = futures_util::stream::iter([(1, started)]).chain(futures_util::stream::pending());
     EventStream::new(events, format).into_response()
 }

@@ -23,47 +23,27 @@ const TOKENS: usize = 20;
 
 fn events(thread: &str, run: &str, tokens: usize) -> Vec<String> {
     let base = BaseEvent::default;
-    let mut events = vec![Event::RunStarted(RunStartedEvent {
-        thread_id: thread.into(),
-        run_id: run.into(),
-        parent_run_id: None,
-        protocol_version: None,
-        input: None,
-        base: base(),
-    })];
-    events.push(Event::TextMessageStart(TextMessageStartEvent {
-        message_id: "m".into(),
-        role: Default::default(),
-        name: None,
-        subagent_run_id: None,
-        base: base(),
+    let mut events = vec![Event::RunStarted(
+        RunStartedEvent::new(thread, run).base(base()),
+    )];
+    events.push(Event::TextMessageStart({
+        let mut event = TextMessageStartEvent::new("m").base(base());
+        event.role = Default::default();
+        event
     }));
     for i in 0..tokens {
-        events.push(Event::TextMessageContent(TextMessageContentEvent {
-            message_id: "m".into(),
-            delta: format!("word{i} "),
-            subagent_run_id: None,
-            base: base(),
-        }));
+        events.push(Event::TextMessageContent(
+            TextMessageContentEvent::new("m", format!("word{i} ")).base(base()),
+        ));
     }
-    events.push(Event::TextMessageEnd(TextMessageEndEvent {
-        message_id: "m".into(),
-        subagent_run_id: None,
-        base: base(),
-    }));
+    events.push(Event::TextMessageEnd(
+        TextMessageEndEvent::new("m").base(base()),
+    ));
     events.iter().map(Event::to_json).collect()
 }
 
 fn terminal(thread: &str, run: &str) -> String {
-    Event::RunFinished(RunFinishedEvent {
-        thread_id: thread.into(),
-        run_id: run.into(),
-        result: None,
-        outcome: None,
-        usage: None,
-        base: BaseEvent::default(),
-    })
-    .to_json()
+    Event::RunFinished(RunFinishedEvent::new(thread, run)).to_json()
 }
 
 fn accept(tx: &rusqlite::Transaction<'_>, i: usize, now: i64) -> (String, String, String) {

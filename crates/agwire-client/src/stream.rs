@@ -10,7 +10,7 @@ use agwire_codec::proto::FrameDecoder;
 use agwire_codec::sse::{SseDecoder, SseFrame, decode_frame};
 use agwire_core::apply::Session;
 use agwire_core::pipeline::Pipeline;
-use agwire_core::{BaseEvent, DecodeMode, Event, Message, RunAgentInput, RunErrorEvent, Warning};
+use agwire_core::{DecodeMode, Event, Message, RunAgentInput, RunErrorEvent, Warning};
 use bytes::Bytes;
 use reqwest::header;
 use reqwest::{Method, Response, Url};
@@ -253,12 +253,7 @@ impl RunStream {
     fn aborted(&mut self) -> Result<Event, Error> {
         self.done = true;
         self.response = None;
-        let event = Event::RunError(RunErrorEvent {
-            message: "Request aborted".into(),
-            code: Some("abort".into()),
-            usage: None,
-            base: BaseEvent::default(),
-        });
+        let event = Event::RunError(RunErrorEvent::new("Request aborted").code("abort"));
         if let Some(p) = &mut self.pipeline {
             // RUN_ERROR is accepted anywhere before the terminal event; record it.
             let _ = p.push(event.clone());

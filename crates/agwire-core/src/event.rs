@@ -96,9 +96,11 @@ impl fmt::Display for EventType {
     }
 }
 
-/// The envelope every event carries.
+/// The envelope every event carries (`#[non_exhaustive]`: start from
+/// `BaseEvent::default()` and set its fields).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct BaseEvent {
     /// Integer, conventionally milliseconds since the epoch; never used for ordering.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -168,18 +170,29 @@ pub enum EncryptedValueSubtype {
     Message,
 }
 
-/// Declares one event struct: its fields, envelope and `subagentRunId`.
+/// Declares one event struct: its fields (the required ones, then the
+/// optional ones), envelope and `subagentRunId`, `#[non_exhaustive]` so the
+/// protocol can add a field in a minor release, with a constructor taking
+/// the required fields and a setter for each optional one.
 macro_rules! event_struct {
     (
-        $(#[$doc:meta])* $name:ident attr { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }
+        $(#[$doc:meta])* $name:ident attr
+        { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }
+        optional { $($(#[$odoc:meta])* $ofield:ident : $oty:ty),* $(,)? }
     ) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Serialize)]
         #[serde(rename_all = "camelCase")]
+        #[non_exhaustive]
         pub struct $name {
             $(
                 $(#[$fdoc])*
                 pub $field: $ty,
+            )*
+            $(
+                $(#[$odoc])*
+                #[serde(skip_serializing_if = "Option::is_none")]
+                pub $ofield: Option<$oty>,
             )*
             /// The subagent that emitted this event; absent means the parent agent.
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -188,21 +201,101 @@ macro_rules! event_struct {
             #[serde(flatten)]
             pub base: BaseEvent,
         }
+
+        #[allow(clippy::new_without_default)]
+        impl $name {
+            /// The event with its required fields; the optional ones absent.
+            pub fn new($($field: impl Into<$ty>),*) -> Self {
+                Self {
+                    $($field: $field.into(),)*
+                    $($ofield: None,)*
+                    subagent_run_id: None,
+                    base: BaseEvent::default(),
+                }
+            }
+
+            $(
+                #[doc = concat!("Sets `", stringify!($ofield), "`.")]
+                #[must_use]
+                pub fn $ofield(mut self, value: impl Into<$oty>) -> Self {
+                    self.$ofield = Some(value.into());
+                    self
+                }
+            )*
+
+            /// Attributes the event to a subagent invocation.
+            #[must_use]
+            pub fn subagent_run_id(mut self, id: impl Into<String>) -> Self {
+                self.subagent_run_id = Some(id.into());
+                self
+            }
+
+            /// Attributes the event to a subagent invocation, or to the
+            /// parent agent (`None`).
+            #[must_use]
+            pub fn attributed_to(mut self, subagent_run_id: Option<String>) -> Self {
+                self.subagent_run_id = subagent_run_id;
+                self
+            }
+
+            /// Sets the envelope.
+            #[must_use]
+            pub fn base(mut self, base: BaseEvent) -> Self {
+                self.base = base;
+                self
+            }
+        }
     };
     (
-        $(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }
+        $(#[$doc:meta])* $name:ident
+        { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }
+        optional { $($(#[$odoc:meta])* $ofield:ident : $oty:ty),* $(,)? }
     ) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Serialize)]
         #[serde(rename_all = "camelCase")]
+        #[non_exhaustive]
         pub struct $name {
             $(
                 $(#[$fdoc])*
                 pub $field: $ty,
             )*
+            $(
+                $(#[$odoc])*
+                #[serde(skip_serializing_if = "Option::is_none")]
+                pub $ofield: Option<$oty>,
+            )*
             /// The envelope.
             #[serde(flatten)]
             pub base: BaseEvent,
+        }
+
+        #[allow(clippy::new_without_default)]
+        impl $name {
+            /// The event with its required fields; the optional ones absent.
+            pub fn new($($field: impl Into<$ty>),*) -> Self {
+                Self {
+                    $($field: $field.into(),)*
+                    $($ofield: None,)*
+                    base: BaseEvent::default(),
+                }
+            }
+
+            $(
+                #[doc = concat!("Sets `", stringify!($ofield), "`.")]
+                #[must_use]
+                pub fn $ofield(mut self, value: impl Into<$oty>) -> Self {
+                    self.$ofield = Some(value.into());
+                    self
+                }
+            )*
+
+            /// Sets the envelope.
+            #[must_use]
+            pub fn base(mut self, base: BaseEvent) -> Self {
+                self.base = base;
+                self
+            }
         }
     };
 }
@@ -212,12 +305,11 @@ event_struct!(
     TextMessageStartEvent attr {
         /// Message id.
         message_id: String,
+    } optional {
         /// Absent means assistant.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        role: Option<TextMessageRole>,
+        role: TextMessageRole,
         /// Speaker label.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
+        name: String,
     }
 );
 
@@ -228,6 +320,7 @@ event_struct!(
         message_id: String,
         /// Text to append.
         delta: String,
+    } optional {
     }
 );
 
@@ -236,24 +329,22 @@ event_struct!(
     TextMessageEndEvent attr {
         /// Message id.
         message_id: String,
+    } optional {
     }
 );
 
 event_struct!(
     /// Compact form of start/content/end; expanded before verification.
     TextMessageChunkEvent attr {
+    } optional {
         /// Message id (required on the first chunk).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        message_id: Option<String>,
+        message_id: String,
         /// Role (first chunk).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        role: Option<TextMessageRole>,
+        role: TextMessageRole,
         /// Text to append.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        delta: Option<String>,
+        delta: String,
         /// Speaker label.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
+        name: String,
     }
 );
 
@@ -264,9 +355,9 @@ event_struct!(
         tool_call_id: String,
         /// Tool name.
         tool_call_name: String,
+    } optional {
         /// The assistant message that carries the call.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        parent_message_id: Option<String>,
+        parent_message_id: String,
     }
 );
 
@@ -277,6 +368,7 @@ event_struct!(
         tool_call_id: String,
         /// Argument text fragment.
         delta: String,
+    } optional {
     }
 );
 
@@ -285,24 +377,22 @@ event_struct!(
     ToolCallEndEvent attr {
         /// Tool call id.
         tool_call_id: String,
+    } optional {
     }
 );
 
 event_struct!(
     /// Compact form of tool-call start/args/end.
     ToolCallChunkEvent attr {
+    } optional {
         /// Tool call id (required on the first chunk).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        tool_call_id: Option<String>,
+        tool_call_id: String,
         /// Tool name (required on the first chunk).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        tool_call_name: Option<String>,
+        tool_call_name: String,
         /// The assistant message that carries the call.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        parent_message_id: Option<String>,
+        parent_message_id: String,
         /// Argument text fragment.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        delta: Option<String>,
+        delta: String,
     }
 );
 
@@ -315,9 +405,9 @@ event_struct!(
         tool_call_id: String,
         /// Text or parts.
         content: Content,
+    } optional {
         /// Constant `"tool"`.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        role: Option<ToolRole>,
+        role: ToolRole,
     }
 );
 
@@ -326,6 +416,7 @@ event_struct!(
     StateSnapshotEvent attr {
         /// The new state.
         snapshot: Value,
+    } optional {
     }
 );
 
@@ -334,6 +425,7 @@ event_struct!(
     StateDeltaEvent attr {
         /// RFC 6902 operations.
         delta: Vec<PatchOperation>,
+    } optional {
     }
 );
 
@@ -342,6 +434,7 @@ event_struct!(
     MessagesSnapshotEvent {
         /// The messages, in order.
         messages: Vec<Message>,
+    } optional {
     }
 );
 
@@ -354,9 +447,9 @@ event_struct!(
         activity_type: String,
         /// The activity's structured content.
         content: Map<String, Value>,
+    } optional {
         /// Absent means `true`.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        replace: Option<bool>,
+        replace: bool,
     }
 );
 
@@ -369,6 +462,7 @@ event_struct!(
         activity_type: String,
         /// RFC 6902 operations on the content.
         patch: Vec<PatchOperation>,
+    } optional {
     }
 );
 
@@ -377,9 +471,9 @@ event_struct!(
     RawEvent attr {
         /// The native event (any JSON, `null` included).
         event: Value,
+    } optional {
         /// Where it came from.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        source: Option<String>,
+        source: String,
     }
 );
 
@@ -390,6 +484,7 @@ event_struct!(
         name: String,
         /// Payload (any JSON, `null` included).
         value: Value,
+    } optional {
     }
 );
 
@@ -400,15 +495,13 @@ event_struct!(
         thread_id: String,
         /// Run id.
         run_id: String,
+    } optional {
         /// The run that spawned this one.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        parent_run_id: Option<String>,
+        parent_run_id: String,
         /// The producer's protocol version.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        protocol_version: Option<String>,
+        protocol_version: String,
         /// Echo of the request.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        input: Option<Box<RunAgentInput>>,
+        input: Box<RunAgentInput>,
     }
 );
 
@@ -419,15 +512,13 @@ event_struct!(
         thread_id: String,
         /// Run id.
         run_id: String,
+    } optional {
         /// The run's return value (never a bare `null`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<Value>,
+        result: Value,
         /// Absent means success.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        outcome: Option<RunFinishedOutcome>,
+        outcome: RunFinishedOutcome,
         /// Token usage per (provider, model).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        usage: Option<Vec<TokenUsage>>,
+        usage: Vec<TokenUsage>,
     }
 );
 
@@ -436,12 +527,11 @@ event_struct!(
     RunErrorEvent {
         /// Human-readable message.
         message: String,
+    } optional {
         /// Open error code (`abort` for a client abort).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        code: Option<String>,
+        code: String,
         /// Partial usage.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        usage: Option<Vec<TokenUsage>>,
+        usage: Vec<TokenUsage>,
     }
 );
 
@@ -450,6 +540,7 @@ event_struct!(
     StepStartedEvent attr {
         /// Step name.
         step_name: String,
+    } optional {
     }
 );
 
@@ -458,6 +549,7 @@ event_struct!(
     StepFinishedEvent attr {
         /// Step name.
         step_name: String,
+    } optional {
     }
 );
 
@@ -466,6 +558,7 @@ event_struct!(
     ReasoningStartEvent attr {
         /// Span id (its own namespace, apart from reasoning messages).
         message_id: String,
+    } optional {
     }
 );
 
@@ -476,6 +569,7 @@ event_struct!(
         message_id: String,
         /// Constant `"reasoning"`.
         role: ReasoningRole,
+    } optional {
     }
 );
 
@@ -486,6 +580,7 @@ event_struct!(
         message_id: String,
         /// Text to append.
         delta: String,
+    } optional {
     }
 );
 
@@ -494,18 +589,18 @@ event_struct!(
     ReasoningMessageEndEvent attr {
         /// Reasoning message id.
         message_id: String,
+    } optional {
     }
 );
 
 event_struct!(
     /// Compact form of reasoning start/content/end.
     ReasoningMessageChunkEvent attr {
+    } optional {
         /// Reasoning message id (required on the first chunk).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        message_id: Option<String>,
+        message_id: String,
         /// Text to append.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        delta: Option<String>,
+        delta: String,
     }
 );
 
@@ -514,6 +609,7 @@ event_struct!(
     ReasoningEndEvent attr {
         /// Span id.
         message_id: String,
+    } optional {
     }
 );
 
@@ -526,9 +622,9 @@ event_struct!(
         entity_id: String,
         /// The opaque payload.
         encrypted_value: String,
+    } optional {
         /// What the payload is (1.1; never sent without `encrypted_value`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        encrypted_value_type: Option<String>,
+        encrypted_value_type: String,
     }
 );
 
@@ -539,18 +635,15 @@ event_struct!(
         subagent_run_id: String,
         /// Subagent name.
         name: String,
+    } optional {
         /// Description.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        description: Option<String>,
+        description: String,
         /// The subagent that started this one.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        parent_subagent_run_id: Option<String>,
+        parent_subagent_run_id: String,
         /// The tool call that started it.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        parent_tool_call_id: Option<String>,
+        parent_tool_call_id: String,
         /// The message that started it.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        parent_message_id: Option<String>,
+        parent_message_id: String,
     }
 );
 
@@ -559,12 +652,11 @@ event_struct!(
     SubagentFinishedEvent {
         /// The invocation.
         subagent_run_id: String,
+    } optional {
         /// Its return value (never a bare `null`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<Value>,
+        result: Value,
         /// Success or suspended.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        outcome: Option<SubagentFinishedOutcome>,
+        outcome: SubagentFinishedOutcome,
     }
 );
 
@@ -575,9 +667,9 @@ event_struct!(
         subagent_run_id: String,
         /// Human-readable message.
         message: String,
+    } optional {
         /// Open error code.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        code: Option<String>,
+        code: String,
     }
 );
 
@@ -598,9 +690,14 @@ impl Serialize for UnknownEvent {
 }
 
 /// One AG-UI event.
+///
+/// `#[non_exhaustive]`: the protocol adds event types in minor releases, so
+/// a `match` outside this crate has a `_` arm (an event type a consumer
+/// does not handle is one it may ignore, as [`Event::Unknown`] is).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum Event {
     TextMessageStart(TextMessageStartEvent),
     TextMessageContent(TextMessageContentEvent),

@@ -379,13 +379,11 @@ impl RunContext {
     /// Opens an assistant text message; returns its id.
     pub async fn start_text(&mut self) -> Result<String, Error> {
         let message_id = self.new_id("msg");
-        let event = Event::TextMessageStart(TextMessageStartEvent {
-            message_id: message_id.clone(),
-            role: Some(TextMessageRole::Assistant),
-            name: None,
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::TextMessageStart(
+            TextMessageStartEvent::new(message_id.clone())
+                .role(TextMessageRole::Assistant)
+                .attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await?;
         Ok(message_id)
     }
@@ -396,22 +394,18 @@ impl RunContext {
         if delta.is_empty() {
             return Ok(());
         }
-        let event = Event::TextMessageContent(TextMessageContentEvent {
-            message_id: message_id.to_owned(),
-            delta: delta.to_owned(),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::TextMessageContent(
+            TextMessageContentEvent::new(message_id.to_owned(), delta.to_owned())
+                .attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
     /// Closes a text message.
     pub async fn end_text(&mut self, message_id: &str) -> Result<(), Error> {
-        let event = Event::TextMessageEnd(TextMessageEndEvent {
-            message_id: message_id.to_owned(),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::TextMessageEnd(
+            TextMessageEndEvent::new(message_id.to_owned()).attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
@@ -444,12 +438,11 @@ impl RunContext {
         parent_message_id: Option<&str>,
     ) -> Result<String, Error> {
         let tool_call_id = self.new_id("call");
-        let event = Event::ToolCallStart(ToolCallStartEvent {
-            tool_call_id: tool_call_id.clone(),
-            tool_call_name: name.to_owned(),
-            parent_message_id: parent_message_id.map(str::to_owned),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
+        let event = Event::ToolCallStart({
+            let mut event = ToolCallStartEvent::new(tool_call_id.clone(), name.to_owned())
+                .attributed_to(self.subagent.clone());
+            event.parent_message_id = parent_message_id.map(str::to_owned);
+            event
         });
         self.emit(event).await?;
         Ok(tool_call_id)
@@ -460,22 +453,18 @@ impl RunContext {
         if delta.is_empty() {
             return Ok(());
         }
-        let event = Event::ToolCallArgs(ToolCallArgsEvent {
-            tool_call_id: tool_call_id.to_owned(),
-            delta: delta.to_owned(),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::ToolCallArgs(
+            ToolCallArgsEvent::new(tool_call_id.to_owned(), delta.to_owned())
+                .attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
     /// Closes a tool call.
     pub async fn end_tool_call(&mut self, tool_call_id: &str) -> Result<(), Error> {
-        let event = Event::ToolCallEnd(ToolCallEndEvent {
-            tool_call_id: tool_call_id.to_owned(),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::ToolCallEnd(
+            ToolCallEndEvent::new(tool_call_id.to_owned()).attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
@@ -500,14 +489,11 @@ impl RunContext {
             )));
         }
         let message_id = self.new_id("tool");
-        let event = Event::ToolCallResult(ToolCallResultEvent {
-            message_id: message_id.clone(),
-            tool_call_id: tool_call_id.to_owned(),
-            content: content.into(),
-            role: Some(ToolRole::Tool),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::ToolCallResult(
+            ToolCallResultEvent::new(message_id.clone(), tool_call_id.to_owned(), content.into())
+                .role(ToolRole::Tool)
+                .attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await?;
         Ok(message_id)
     }
@@ -519,18 +505,14 @@ impl RunContext {
     pub async fn start_reasoning(&mut self) -> Result<String, Error> {
         let message_id = self.new_id("reasoning");
         let sub = self.subagent.clone();
-        self.emit(Event::ReasoningStart(ReasoningStartEvent {
-            message_id: message_id.clone(),
-            subagent_run_id: sub.clone(),
-            base: BaseEvent::default(),
-        }))
+        self.emit(Event::ReasoningStart(
+            ReasoningStartEvent::new(message_id.clone()).attributed_to(sub.clone()),
+        ))
         .await?;
-        self.emit(Event::ReasoningMessageStart(ReasoningMessageStartEvent {
-            message_id: message_id.clone(),
-            role: ReasoningRole::Reasoning,
-            subagent_run_id: sub,
-            base: BaseEvent::default(),
-        }))
+        self.emit(Event::ReasoningMessageStart(
+            ReasoningMessageStartEvent::new(message_id.clone(), ReasoningRole::Reasoning)
+                .attributed_to(sub),
+        ))
         .await?;
         Ok(message_id)
     }
@@ -540,29 +522,23 @@ impl RunContext {
         if delta.is_empty() {
             return Ok(());
         }
-        let event = Event::ReasoningMessageContent(ReasoningMessageContentEvent {
-            message_id: message_id.to_owned(),
-            delta: delta.to_owned(),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::ReasoningMessageContent(
+            ReasoningMessageContentEvent::new(message_id.to_owned(), delta.to_owned())
+                .attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
     /// Closes the reasoning message and its span.
     pub async fn end_reasoning(&mut self, message_id: &str) -> Result<(), Error> {
         let sub = self.subagent.clone();
-        self.emit(Event::ReasoningMessageEnd(ReasoningMessageEndEvent {
-            message_id: message_id.to_owned(),
-            subagent_run_id: sub.clone(),
-            base: BaseEvent::default(),
-        }))
+        self.emit(Event::ReasoningMessageEnd(
+            ReasoningMessageEndEvent::new(message_id.to_owned()).attributed_to(sub.clone()),
+        ))
         .await?;
-        self.emit(Event::ReasoningEnd(ReasoningEndEvent {
-            message_id: message_id.to_owned(),
-            subagent_run_id: sub,
-            base: BaseEvent::default(),
-        }))
+        self.emit(Event::ReasoningEnd(
+            ReasoningEndEvent::new(message_id.to_owned()).attributed_to(sub),
+        ))
         .await
     }
 
@@ -578,21 +554,17 @@ impl RunContext {
 
     /// Starts a named step.
     pub async fn start_step(&mut self, name: &str) -> Result<(), Error> {
-        let event = Event::StepStarted(StepStartedEvent {
-            step_name: name.to_owned(),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::StepStarted(
+            StepStartedEvent::new(name.to_owned()).attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
     /// Finishes a named step.
     pub async fn finish_step(&mut self, name: &str) -> Result<(), Error> {
-        let event = Event::StepFinished(StepFinishedEvent {
-            step_name: name.to_owned(),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::StepFinished(
+            StepFinishedEvent::new(name.to_owned()).attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
@@ -604,14 +576,11 @@ impl RunContext {
         description: Option<&str>,
     ) -> Result<String, Error> {
         let subagent_run_id = self.new_id("subagent");
-        let event = Event::SubagentStarted(SubagentStartedEvent {
-            subagent_run_id: subagent_run_id.clone(),
-            name: name.to_owned(),
-            description: description.map(str::to_owned),
-            parent_subagent_run_id: self.subagent.clone(),
-            parent_tool_call_id: None,
-            parent_message_id: None,
-            base: BaseEvent::default(),
+        let event = Event::SubagentStarted({
+            let mut event = SubagentStartedEvent::new(subagent_run_id.clone(), name.to_owned());
+            event.description = description.map(str::to_owned);
+            event.parent_subagent_run_id = self.subagent.clone();
+            event
         });
         self.emit(event).await?;
         Ok(subagent_run_id)
@@ -623,11 +592,10 @@ impl RunContext {
         subagent_run_id: &str,
         result: Option<Value>,
     ) -> Result<(), Error> {
-        let event = Event::SubagentFinished(SubagentFinishedEvent {
-            subagent_run_id: subagent_run_id.to_owned(),
-            result,
-            outcome: None,
-            base: BaseEvent::default(),
+        let event = Event::SubagentFinished({
+            let mut event = SubagentFinishedEvent::new(subagent_run_id.to_owned());
+            event.result = result;
+            event
         });
         self.emit(event).await
     }
@@ -638,12 +606,10 @@ impl RunContext {
         subagent_run_id: &str,
         message: &str,
     ) -> Result<(), Error> {
-        let event = Event::SubagentError(SubagentErrorEvent {
-            subagent_run_id: subagent_run_id.to_owned(),
-            message: message.to_owned(),
-            code: None,
-            base: BaseEvent::default(),
-        });
+        let event = Event::SubagentError(SubagentErrorEvent::new(
+            subagent_run_id.to_owned(),
+            message.to_owned(),
+        ));
         self.emit(event).await
     }
 
@@ -651,22 +617,17 @@ impl RunContext {
 
     /// Replaces the client's state.
     pub async fn state_snapshot(&mut self, snapshot: Value) -> Result<(), Error> {
-        let event = Event::StateSnapshot(StateSnapshotEvent {
-            snapshot,
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::StateSnapshot(
+            StateSnapshotEvent::new(snapshot).attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
     /// Patches the client's state; refused if it does not apply to
     /// [`RunContext::state`].
     pub async fn state_delta(&mut self, delta: Vec<PatchOperation>) -> Result<(), Error> {
-        let event = Event::StateDelta(StateDeltaEvent {
-            delta,
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event =
+            Event::StateDelta(StateDeltaEvent::new(delta).attributed_to(self.subagent.clone()));
         self.emit(event).await
     }
 
@@ -683,10 +644,7 @@ impl RunContext {
 
     /// Replaces the client's messages.
     pub async fn messages_snapshot(&mut self, messages: Vec<Message>) -> Result<(), Error> {
-        let event = Event::MessagesSnapshot(MessagesSnapshotEvent {
-            messages,
-            base: BaseEvent::default(),
-        });
+        let event = Event::MessagesSnapshot(MessagesSnapshotEvent::new(messages));
         self.emit(event).await
     }
 
@@ -697,14 +655,10 @@ impl RunContext {
         activity_type: &str,
         content: Map<String, Value>,
     ) -> Result<(), Error> {
-        let event = Event::ActivitySnapshot(ActivitySnapshotEvent {
-            message_id: message_id.to_owned(),
-            activity_type: activity_type.to_owned(),
-            content,
-            replace: None,
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::ActivitySnapshot(
+            ActivitySnapshotEvent::new(message_id.to_owned(), activity_type.to_owned(), content)
+                .attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
@@ -715,34 +669,27 @@ impl RunContext {
         activity_type: &str,
         patch: Vec<PatchOperation>,
     ) -> Result<(), Error> {
-        let event = Event::ActivityDelta(ActivityDeltaEvent {
-            message_id: message_id.to_owned(),
-            activity_type: activity_type.to_owned(),
-            patch,
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::ActivityDelta(
+            ActivityDeltaEvent::new(message_id.to_owned(), activity_type.to_owned(), patch)
+                .attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
     /// Sends an application-defined event.
     pub async fn custom(&mut self, name: &str, value: Value) -> Result<(), Error> {
-        let event = Event::Custom(CustomEvent {
-            name: name.to_owned(),
-            value,
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
-        });
+        let event = Event::Custom(
+            CustomEvent::new(name.to_owned(), value).attributed_to(self.subagent.clone()),
+        );
         self.emit(event).await
     }
 
     /// Passes through an event from another system.
     pub async fn raw(&mut self, event: Value, source: Option<&str>) -> Result<(), Error> {
-        let event = Event::Raw(RawEvent {
-            event,
-            source: source.map(str::to_owned),
-            subagent_run_id: self.subagent.clone(),
-            base: BaseEvent::default(),
+        let event = Event::Raw({
+            let mut raw = RawEvent::new(event).attributed_to(self.subagent.clone());
+            raw.source = source.map(str::to_owned);
+            raw
         });
         self.emit(event).await
     }
@@ -767,13 +714,11 @@ impl RunContext {
 
     /// Sends `RUN_STARTED`.
     pub(crate) async fn start(&mut self, parent_run_id: Option<String>) -> Result<(), Error> {
-        let event = Event::RunStarted(RunStartedEvent {
-            thread_id: self.thread_id.clone(),
-            run_id: self.run_id.clone(),
-            parent_run_id,
-            protocol_version: Some(self.version.to_string()),
-            input: None,
-            base: BaseEvent::default(),
+        let event = Event::RunStarted({
+            let mut event = RunStartedEvent::new(self.thread_id.clone(), self.run_id.clone())
+                .protocol_version(self.version.to_string());
+            event.parent_run_id = parent_run_id;
+            event
         });
         self.send_checked(event)?.await
     }
@@ -817,45 +762,34 @@ impl RunContext {
         while let Some(item) = self.open.last().cloned() {
             let base = BaseEvent::default();
             let event = match item {
-                Open::Text(message_id, subagent_run_id) => {
-                    Event::TextMessageEnd(TextMessageEndEvent {
-                        message_id,
-                        subagent_run_id,
-                        base,
-                    })
+                Open::Text(message_id, subagent_run_id) => Event::TextMessageEnd(
+                    TextMessageEndEvent::new(message_id)
+                        .base(base)
+                        .attributed_to(subagent_run_id),
+                ),
+                Open::ToolCall(tool_call_id, subagent_run_id) => Event::ToolCallEnd(
+                    ToolCallEndEvent::new(tool_call_id)
+                        .base(base)
+                        .attributed_to(subagent_run_id),
+                ),
+                Open::Reasoning(message_id, subagent_run_id) => Event::ReasoningEnd(
+                    ReasoningEndEvent::new(message_id)
+                        .base(base)
+                        .attributed_to(subagent_run_id),
+                ),
+                Open::ReasoningMessage(message_id, subagent_run_id) => Event::ReasoningMessageEnd(
+                    ReasoningMessageEndEvent::new(message_id)
+                        .base(base)
+                        .attributed_to(subagent_run_id),
+                ),
+                Open::Step(step_name, subagent_run_id) => Event::StepFinished(
+                    StepFinishedEvent::new(step_name)
+                        .base(base)
+                        .attributed_to(subagent_run_id),
+                ),
+                Open::Subagent(subagent_run_id) => {
+                    Event::SubagentFinished(SubagentFinishedEvent::new(subagent_run_id).base(base))
                 }
-                Open::ToolCall(tool_call_id, subagent_run_id) => {
-                    Event::ToolCallEnd(ToolCallEndEvent {
-                        tool_call_id,
-                        subagent_run_id,
-                        base,
-                    })
-                }
-                Open::Reasoning(message_id, subagent_run_id) => {
-                    Event::ReasoningEnd(ReasoningEndEvent {
-                        message_id,
-                        subagent_run_id,
-                        base,
-                    })
-                }
-                Open::ReasoningMessage(message_id, subagent_run_id) => {
-                    Event::ReasoningMessageEnd(ReasoningMessageEndEvent {
-                        message_id,
-                        subagent_run_id,
-                        base,
-                    })
-                }
-                Open::Step(step_name, subagent_run_id) => Event::StepFinished(StepFinishedEvent {
-                    step_name,
-                    subagent_run_id,
-                    base,
-                }),
-                Open::Subagent(subagent_run_id) => Event::SubagentFinished(SubagentFinishedEvent {
-                    subagent_run_id,
-                    result: None,
-                    outcome: None,
-                    base,
-                }),
             };
             let before = self.open.len();
             self.send_checked(event)?.await?;
@@ -881,22 +815,21 @@ impl RunContext {
         } else {
             None
         };
-        Event::RunFinished(RunFinishedEvent {
-            thread_id: self.thread_id.clone(),
-            run_id: self.run_id.clone(),
-            result: self.result.take(),
-            outcome,
-            usage: self.take_usage(),
-            base: BaseEvent::default(),
+        Event::RunFinished({
+            let mut event = RunFinishedEvent::new(self.thread_id.clone(), self.run_id.clone());
+            event.result = self.result.take();
+            event.outcome = outcome;
+            event.usage = self.take_usage();
+            event
         })
     }
 
     fn run_error(&mut self, error: AgentError) -> Event {
-        Event::RunError(RunErrorEvent {
-            message: error.message,
-            code: error.code,
-            usage: self.take_usage(),
-            base: BaseEvent::default(),
+        Event::RunError({
+            let mut event = RunErrorEvent::new(error.message);
+            event.code = error.code;
+            event.usage = self.take_usage();
+            event
         })
     }
 

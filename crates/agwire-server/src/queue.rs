@@ -211,14 +211,10 @@ impl Drop for EventReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agwire_core::{BaseEvent, StepStartedEvent};
+    use agwire_core::StepStartedEvent;
 
     fn step(name: &str) -> Event {
-        Event::StepStarted(StepStartedEvent {
-            step_name: name.into(),
-            subagent_run_id: None,
-            base: BaseEvent::default(),
-        })
+        Event::StepStarted(StepStartedEvent::new(name))
     }
 
     #[tokio::test]

@@ -16,7 +16,7 @@ use agwire_codec::negotiate::WireFormat;
 use agwire_codec::sse::SseEncoder;
 use agwire_core::Event;
 #[cfg(feature = "proto")]
-use agwire_core::{BaseEvent, RunErrorEvent};
+use agwire_core::RunErrorEvent;
 use axum::body::Body;
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
@@ -112,12 +112,10 @@ fn encode_proto(event: &Event, buf: &mut Vec<u8>) -> bool {
         Ok(()) => true,
         Err(err) => {
             tracing::error!(%err, "event cannot be sent as protobuf; ending the stream");
-            let error = Event::RunError(RunErrorEvent {
-                message: format!("event cannot be encoded as protobuf: {err}"),
-                code: Some("encoding_error".into()),
-                usage: None,
-                base: BaseEvent::default(),
-            });
+            let error = Event::RunError(
+                RunErrorEvent::new(format!("event cannot be encoded as protobuf: {err}"))
+                    .code("encoding_error"),
+            );
             let _ = agwire_codec::proto::encode_frame(&error, buf);
             false
         }
@@ -311,14 +309,10 @@ impl Stream for EventBody {
 ///
 /// ```
 /// use agwire_server::EventStream;
-/// use agwire_server::core::{BaseEvent, Event, StepStartedEvent};
+/// use agwire_server::core::{Event, StepStartedEvent};
 /// use agwire_codec::negotiate::WireFormat;
 ///
-/// let step = Event::StepStarted(StepStartedEvent {
-///     step_name: "plan".into(),
-///     subagent_run_id: None,
-///     base: BaseEvent::default(),
-/// });
+/// let step = Event::StepStarted(StepStartedEvent::new("plan"));
 /// let events = futures_util::stream::iter([(7, step)]);
 /// let response = EventStream::new(events, WireFormat::Sse).into_response();
 /// assert_eq!(response.headers()["content-type"], "text/event-stream");

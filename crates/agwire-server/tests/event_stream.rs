@@ -8,7 +8,7 @@ use std::time::Duration;
 use agwire_codec::negotiate::WireFormat;
 use agwire_codec::proto::FrameDecoder;
 use agwire_codec::sse::{SseDecoder, SseEventDecoder};
-use agwire_core::{BaseEvent, Event, StepStartedEvent};
+use agwire_core::{Event, StepStartedEvent};
 use agwire_server::{EventStream, Intake, IntakeError, serve};
 use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
@@ -17,11 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 fn step(name: &str) -> Event {
-    Event::StepStarted(StepStartedEvent {
-        step_name: name.into(),
-        subagent_run_id: None,
-        base: BaseEvent::default(),
-    })
+    Event::StepStarted(StepStartedEvent::new(name))
 }
 
 /// Serves `app` with `agwire_server::serve`; the sender stops it.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agwire_codec::negotiate::WireFormat;
-use agwire_server::core::{BaseEvent, Event, StepStartedEvent};
+use agwire_server::core::{Event, StepStartedEvent};
 use agwire_server::{EventStream, ServeConfig};
 use agwire_testkit::raw_http::{DropFlag, comes_true, read_to_end, read_until};
 use axum::body::Bytes;
@@ -53,11 +53,7 @@ async fn start(config: ServeConfig) -> (SocketAddr, Arc<AtomicBool>) {
             get(move || {
                 let guard = DropFlag(flag.clone());
                 async move {
-                    let step = Event::StepStarted(StepStartedEvent {
-                        step_name: "s".into(),
-                        subagent_run_id: None,
-                        base: BaseEvent::default(),
-                    });
+                    let step = Event::StepStarted(StepStartedEvent::new("s"));
                     let events = futures_util::StreamExt::chain(
                         futures_util::stream::iter([(1, step)]),
                         futures_util::stream::poll_fn(move |_| {

@@ -206,9 +206,7 @@ fn assert_valid_log(log: &[(u64, Event)], thread: &str, run: &str) {
 /// `RUN_ERROR server_restart` after what they had said, queued ones execute.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
-    use agwire_client::core::{
-        BaseEvent, RunFinishedEvent, TextMessageContentEvent, TextMessageStartEvent,
-    };
+    use agwire_client::core::{RunFinishedEvent, TextMessageContentEvent, TextMessageStartEvent};
     use agwire_service::store::Ending;
     use agwire_service::validate::{Rules, validate_run};
     let database = common::Database::fresh("restart").await;
@@ -243,19 +241,12 @@ async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
                 "streaming" => {
                     let events = [
                         started,
-                        Event::TextMessageStart(TextMessageStartEvent {
-                            message_id: "m".into(),
-                            role: Default::default(),
-                            name: None,
-                            subagent_run_id: None,
-                            base: BaseEvent::default(),
+                        Event::TextMessageStart({
+                            let mut event = TextMessageStartEvent::new("m");
+                            event.role = Default::default();
+                            event
                         }),
-                        Event::TextMessageContent(TextMessageContentEvent {
-                            message_id: "m".into(),
-                            delta: "half an ans".into(),
-                            subagent_run_id: None,
-                            base: BaseEvent::default(),
-                        }),
+                        Event::TextMessageContent(TextMessageContentEvent::new("m", "half an ans")),
                     ];
                     store
                         .append_events(&accepted.task_id, &events)
@@ -268,14 +259,8 @@ async fn a_restart_leaves_a_valid_log_at_every_stage_a_crash_can_leave() {
                         .append_events(&accepted.task_id, &[started])
                         .await
                         .unwrap();
-                    let finished = Event::RunFinished(RunFinishedEvent {
-                        thread_id: thread.clone(),
-                        run_id: (*stage).into(),
-                        result: None,
-                        outcome: None,
-                        usage: None,
-                        base: BaseEvent::default(),
-                    });
+                    let finished =
+                        Event::RunFinished(RunFinishedEvent::new(thread.clone(), *stage));
                     let ending = Ending {
                         status: RunStatus::Succeeded,
                         error: None,

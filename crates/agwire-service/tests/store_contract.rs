@@ -12,8 +12,7 @@ mod webhooks;
 use std::sync::{Arc, Mutex};
 
 use agwire_core::{
-    BaseEvent, Event, Message, RunAgentInput, RunErrorEvent, RunFinishedEvent,
-    TextMessageContentEvent,
+    Event, Message, RunAgentInput, RunErrorEvent, RunFinishedEvent, TextMessageContentEvent,
 };
 use agwire_service::run::{Admission, MultitaskStrategy, RunOptions, RunStatus};
 use agwire_service::store::Error;
@@ -89,23 +88,11 @@ async fn claim_all(store: &dyn Store) -> Vec<Claimed> {
 }
 
 fn text(i: usize) -> Event {
-    Event::TextMessageContent(TextMessageContentEvent {
-        message_id: "m".into(),
-        delta: format!("{i} "),
-        subagent_run_id: None,
-        base: BaseEvent::default(),
-    })
+    Event::TextMessageContent(TextMessageContentEvent::new("m", format!("{i} ")))
 }
 
 fn finished(thread: &str, run_id: &str) -> Event {
-    Event::RunFinished(RunFinishedEvent {
-        thread_id: thread.into(),
-        run_id: run_id.into(),
-        result: None,
-        outcome: None,
-        usage: None,
-        base: BaseEvent::default(),
-    })
+    Event::RunFinished(RunFinishedEvent::new(thread, run_id))
 }
 
 async fn end(
@@ -645,12 +632,7 @@ async fn an_ended_run_has_a_valid_log_and_its_final_state_never_changes() {
         claim_all(&*store).await;
         // Ended before it wrote anything (a crash right after the claim):
         // RUN_STARTED first, then the terminal event.
-        let error = Event::RunError(RunErrorEvent {
-            message: "restart".into(),
-            code: Some("server_restart".into()),
-            usage: None,
-            base: BaseEvent::default(),
-        });
+        let error = Event::RunError(RunErrorEvent::new("restart").code("server_restart"));
         let detail = json!({"message": "restart", "code": "server_restart"});
         let usage = json!({"inputTokens": 3, "outputTokens": 4});
         let ending = Ending {
@@ -1804,15 +1786,12 @@ async fn turn_until(
     } else {
         vec![serde_json::from_value(json!({"id": format!("{}-a", input.run_id), "role": "assistant", "toolCalls": calls})).unwrap()]
     };
-    let terminal = Event::RunFinished(RunFinishedEvent {
-        thread_id: input.thread_id.clone(),
-        run_id: input.run_id.clone(),
-        result: None,
-        outcome: (!asks.is_empty()).then(|| agwire_core::RunFinishedOutcome::Success {
+    let terminal = Event::RunFinished({
+        let mut event = RunFinishedEvent::new(input.thread_id.clone(), input.run_id.clone());
+        event.outcome = (!asks.is_empty()).then(|| agwire_core::RunFinishedOutcome::Success {
             pending_tool_call_ids: Some(asks.iter().map(|s| (*s).to_owned()).collect()),
-        }),
-        usage: None,
-        base: BaseEvent::default(),
+        });
+        event
     });
     let ending = Ending {
         status: RunStatus::Succeeded,
@@ -2006,12 +1985,7 @@ async fn a_pending_tool_call_is_answered_once_and_a_turn_past_it_closes_it() {
             .unwrap();
         claim_all(&*store).await;
         let call: Message = serde_json::from_value(json!({"id": "p7-a", "role": "assistant", "toolCalls": [{"id": "c3", "type": "function", "function": {"name": "confirm_action", "arguments": "{}"}}]})).unwrap();
-        let error = Event::RunError(RunErrorEvent {
-            message: "model down".into(),
-            code: None,
-            usage: None,
-            base: BaseEvent::default(),
-        });
+        let error = Event::RunError(RunErrorEvent::new("model down"));
         end(&*store, &accepted.task_id, &error, &[call]).await;
         assert!(
             store.pending_tool_calls(&t, 0).await.unwrap().is_empty(),

@@ -3,7 +3,7 @@
 //! the [`Briefing`] its agent reads), its events appended, ended
 //! ([`Ending`]) — and what is read back ([`RunRecord`], [`Change`]).
 
-use agwire_core::{BaseEvent, Event, Message, RunAgentInput, RunStartedEvent};
+use agwire_core::{Event, Message, RunAgentInput, RunStartedEvent};
 use async_trait::async_trait;
 
 use crate::Store;
@@ -229,14 +229,10 @@ pub struct Ending<'a> {
 
 /// The `RUN_STARTED` a log opens with when the agent never wrote one.
 pub fn run_started(thread_id: &str, run_id: &str) -> Event {
-    Event::RunStarted(RunStartedEvent {
-        thread_id: thread_id.to_owned(),
-        run_id: run_id.to_owned(),
-        parent_run_id: None,
-        protocol_version: None,
-        input: None,
-        base: BaseEvent::default(),
-    })
+    Event::RunStarted(RunStartedEvent::new(
+        thread_id.to_owned(),
+        run_id.to_owned(),
+    ))
 }
 
 /// The whole log of a run cancelled before it started: `RUN_STARTED`, then
@@ -244,14 +240,10 @@ pub fn run_started(thread_id: &str, run_id: &str) -> Event {
 pub fn cancelled_log(thread_id: &str, run_id: &str) -> [Event; 2] {
     [
         run_started(thread_id, run_id),
-        Event::RunFinished(agwire_core::RunFinishedEvent {
-            thread_id: thread_id.to_owned(),
-            run_id: run_id.to_owned(),
-            result: None,
-            outcome: Some(agwire_core::RunFinishedOutcome::Cancelled),
-            usage: None,
-            base: BaseEvent::default(),
-        }),
+        Event::RunFinished(
+            agwire_core::RunFinishedEvent::new(thread_id.to_owned(), run_id.to_owned())
+                .outcome(agwire_core::RunFinishedOutcome::Cancelled),
+        ),
     ]
 }
 

@@ -570,6 +570,13 @@ pub fn to_proto(event: &Event) -> Result<pb::Event, Error> {
                 u.event_type
             )));
         }
+        // A type newer than the frozen schema (`Event` is non-exhaustive).
+        other => {
+            return Err(Error::Unrepresentable(format!(
+                "event type '{}' has no protobuf form",
+                other.event_type().map_or("?", |t| t.as_str())
+            )));
+        }
     };
     Ok(pb::Event { event: Some(arm) })
 }

@@ -582,29 +582,32 @@ pub(crate) fn streamed(
     use pb::EventType as T;
     use pb::event::Event as E;
     let mut warnings = Vec::new();
-    let event = match event.event {
-        Some(E::TextMessageContent(e)) => Core::TextMessageContent(TextMessageContentEvent {
-            base: direct_base(e.base_event, T::TextMessageContent, &mut warnings)?,
-            message_id: e.message_id,
-            delta: e.delta,
-            subagent_run_id: e.subagent_run_id,
-        }),
-        Some(E::ToolCallArgs(e)) => Core::ToolCallArgs(ToolCallArgsEvent {
-            base: direct_base(e.base_event, T::ToolCallArgs, &mut warnings)?,
-            tool_call_id: e.tool_call_id,
-            delta: e.delta,
-            subagent_run_id: e.subagent_run_id,
-        }),
-        Some(E::ReasoningMessageContent(e)) => {
-            Core::ReasoningMessageContent(ReasoningMessageContentEvent {
-                base: direct_base(e.base_event, T::ReasoningMessageContent, &mut warnings)?,
-                message_id: e.message_id,
-                delta: e.delta,
-                subagent_run_id: e.subagent_run_id,
-            })
-        }
-        other => return Ok(Err(pb::Event { event: other })),
-    };
+    let event =
+        match event.event {
+            Some(E::TextMessageContent(e)) => Core::TextMessageContent({
+                let mut event = TextMessageContentEvent::new(e.message_id, e.delta).base(
+                    direct_base(e.base_event, T::TextMessageContent, &mut warnings)?,
+                );
+                event.subagent_run_id = e.subagent_run_id;
+                event
+            }),
+            Some(E::ToolCallArgs(e)) => {
+                Core::ToolCallArgs({
+                    let mut event = ToolCallArgsEvent::new(e.tool_call_id, e.delta)
+                        .base(direct_base(e.base_event, T::ToolCallArgs, &mut warnings)?);
+                    event.subagent_run_id = e.subagent_run_id;
+                    event
+                })
+            }
+            Some(E::ReasoningMessageContent(e)) => Core::ReasoningMessageContent({
+                let mut event = ReasoningMessageContentEvent::new(e.message_id, e.delta).base(
+                    direct_base(e.base_event, T::ReasoningMessageContent, &mut warnings)?,
+                );
+                event.subagent_run_id = e.subagent_run_id;
+                event
+            }),
+            other => return Ok(Err(pb::Event { event: other })),
+        };
     Ok(Ok(agwire_core::Decoded {
         value: event,
         warnings,
@@ -644,9 +647,9 @@ fn direct_base(
         }
         other => other.map(Box::new),
     };
-    Ok(agwire_core::BaseEvent {
-        timestamp: base.timestamp,
-        raw_event,
-        metadata: base.metadata.map(|m| Box::new(m.0)),
-    })
+    let mut envelope = agwire_core::BaseEvent::default();
+    envelope.timestamp = base.timestamp;
+    envelope.raw_event = raw_event;
+    envelope.metadata = base.metadata.map(|m| Box::new(m.0));
+    Ok(envelope)
 }

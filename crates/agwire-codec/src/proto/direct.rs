@@ -24,14 +24,49 @@ use crate::Error;
 pub(crate) struct Known<'a>(&'a Event);
 
 impl<'a> Known<'a> {
-    /// `Err` for an [`Event::Unknown`], which has none.
+    /// `Err` for an [`Event::Unknown`], and for an event type newer than
+    /// the frozen schema (`Event` is `#[non_exhaustive]`): neither has one.
     pub(crate) fn new(event: &'a Event) -> Result<Self, Error> {
         match event {
+            Event::TextMessageStart(_)
+            | Event::TextMessageContent(_)
+            | Event::TextMessageEnd(_)
+            | Event::ToolCallStart(_)
+            | Event::ToolCallArgs(_)
+            | Event::ToolCallEnd(_)
+            | Event::StateSnapshot(_)
+            | Event::StateDelta(_)
+            | Event::MessagesSnapshot(_)
+            | Event::Raw(_)
+            | Event::Custom(_)
+            | Event::RunStarted(_)
+            | Event::RunFinished(_)
+            | Event::RunError(_)
+            | Event::StepStarted(_)
+            | Event::StepFinished(_)
+            | Event::TextMessageChunk(_)
+            | Event::ToolCallChunk(_)
+            | Event::SubagentStarted(_)
+            | Event::SubagentFinished(_)
+            | Event::SubagentError(_)
+            | Event::ToolCallResult(_)
+            | Event::ActivitySnapshot(_)
+            | Event::ActivityDelta(_)
+            | Event::ReasoningStart(_)
+            | Event::ReasoningMessageStart(_)
+            | Event::ReasoningMessageContent(_)
+            | Event::ReasoningMessageEnd(_)
+            | Event::ReasoningMessageChunk(_)
+            | Event::ReasoningEnd(_)
+            | Event::ReasoningEncryptedValue(_) => Ok(Self(event)),
             Event::Unknown(u) => Err(Error::Unrepresentable(format!(
                 "event type '{}' has no protobuf form",
                 u.event_type
             ))),
-            _ => Ok(Self(event)),
+            other => Err(Error::Unrepresentable(format!(
+                "event type '{}' has no protobuf form",
+                other.event_type().map_or("?", |t| t.as_str())
+            ))),
         }
     }
 }
@@ -611,8 +646,8 @@ impl Fields for Known<'_> {
                 string(p, 5, &e.encrypted_value);
                 opt_string(p, 6, e.encrypted_value_type.as_deref());
             }),
-            // `Known::new` refuses it.
-            Event::Unknown(_) => {}
+            // `Known::new` refuses the rest.
+            _ => {}
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agwire_core::{BaseEvent, Event, RunErrorEvent};
+use agwire_core::{Event, RunErrorEvent};
 use serde_json::json;
 use tokio::sync::broadcast;
 use tracing::Instrument;
@@ -29,12 +29,7 @@ impl Engine {
     /// run that already ended is left as it is (another survivor was first).
     pub(super) async fn end_interrupted(&self, run: &RunRecord) -> Result<(), Error> {
         let why = "the server restarted while the run was in progress";
-        let error = Event::RunError(RunErrorEvent {
-            message: why.into(),
-            code: Some("server_restart".into()),
-            usage: None,
-            base: BaseEvent::default(),
-        });
+        let error = Event::RunError(RunErrorEvent::new(why).code("server_restart"));
         let detail = json!({"message": why, "code": "server_restart"});
         let ending = Ending {
             status: RunStatus::Failed,

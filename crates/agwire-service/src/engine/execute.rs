@@ -2,7 +2,7 @@
 //! come (a batch per transaction), published live only once written, and
 //! its end — status, output for the thread, terminal event — in one write.
 
-use agwire_core::{BaseEvent, Event, RunErrorEvent, RunFinishedOutcome};
+use agwire_core::{Event, RunErrorEvent, RunFinishedOutcome};
 use std::panic::AssertUnwindSafe;
 
 use agwire_server::{CancellationToken, event_queue, run_detached};
@@ -51,12 +51,7 @@ impl Engine {
                     ),
                     _ => ("the run could not be prepared", "internal"),
                 };
-                let failure = Event::RunError(RunErrorEvent {
-                    message: message.into(),
-                    code: Some(code.into()),
-                    usage: None,
-                    base: BaseEvent::default(),
-                });
+                let failure = Event::RunError(RunErrorEvent::new(message).code(code));
                 Box::pin(self.end(task_id, Vec::new(), &failure, &[], live, started)).await;
                 return;
             }
@@ -106,12 +101,9 @@ impl Engine {
         if !ended {
             // The log refused events, or the agent vanished without an end:
             // the run still ends, with what it said so far.
-            let failure = Event::RunError(RunErrorEvent {
-                message: "the run could not be recorded".into(),
-                code: Some("internal".into()),
-                usage: None,
-                base: BaseEvent::default(),
-            });
+            let failure = Event::RunError(
+                RunErrorEvent::new("the run could not be recorded").code("internal"),
+            );
             Box::pin(self.end(
                 task_id,
                 Vec::new(),

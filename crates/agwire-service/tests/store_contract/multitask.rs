@@ -207,16 +207,11 @@ async fn rollback_leaves_the_thread_as_before_the_stopped_run() {
         // stop): nothing of it reaches the thread, no call it asked is
         // pending, and its log still ends as given.
         let b1_call: Message = serde_json::from_value(json!({"id": "b1-a", "role": "assistant", "content": "booked", "toolCalls": [{"id": "c2", "type": "function", "function": {"name": "confirm_action", "arguments": "{}"}}]})).unwrap();
-        let terminal = Event::RunFinished(RunFinishedEvent {
-            thread_id: t.clone(),
-            run_id: "b1".into(),
-            result: None,
-            outcome: Some(agwire_core::RunFinishedOutcome::Success {
+        let terminal = Event::RunFinished(RunFinishedEvent::new(t.clone(), "b1").outcome(
+            agwire_core::RunFinishedOutcome::Success {
                 pending_tool_call_ids: Some(vec!["c2".into()]),
-            }),
-            usage: None,
-            base: BaseEvent::default(),
-        });
+            },
+        ));
         end(&*store, &a1.task_id, &terminal, &[b1_call]).await;
         assert_eq!(texts(&*store, &t).await, before, "{backend}");
         assert_eq!(

@@ -45,12 +45,7 @@ async fn every_run_end_writes_one_message_while_enabled() {
         );
         // …and ended as failed.
         let w2 = store.run("alice", "w2").await.unwrap().unwrap();
-        let error = Event::RunError(RunErrorEvent {
-            message: "model down".into(),
-            code: None,
-            usage: None,
-            base: BaseEvent::default(),
-        });
+        let error = Event::RunError(RunErrorEvent::new("model down"));
         end(&*store, &w2.task_id, &error, &[]).await;
         assert_eq!(store.webhooks_pending().await.unwrap(), 3, "{backend}");
 
