@@ -4,8 +4,10 @@ use agwire_core::apply::{RunEnd, Session};
 use agwire_core::{Interrupt, Message, RunFinishedOutcome, TokenUsage};
 use serde_json::Value;
 
-/// A run read to its end and folded.
+/// A run read to its end and folded (`#[non_exhaustive]`: read it; the
+/// client builds it).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RunSummary {
     /// Messages, state, pending interrupts and tool calls, and how the run
     /// ended, exactly as the official client would hold them.

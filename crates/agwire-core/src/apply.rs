@@ -52,8 +52,10 @@ use crate::{Metadata, Warning, WarningKind};
 /// declaration of which activity types it owns.
 const ACTIVITY_HISTORY_METADATA: &str = "@ag-ui/client";
 
-/// What a consumer holds after folding a stream.
+/// What a consumer holds after folding a stream (`#[non_exhaustive]`: read
+/// it; a pipeline builds it).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Session {
     /// The conversation, in order.
     ///

@@ -134,8 +134,11 @@ pub enum ToolChoice {
     Named(String),
 }
 
-/// Token counts.
+/// Token counts (`#[non_exhaustive]`: providers report new kinds of
+/// tokens; a [`ChatModel`] of your own builds it with [`Usage::new`] and
+/// sets the rest).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens.
     pub prompt_tokens: u64,
@@ -147,6 +150,20 @@ pub struct Usage {
     pub reasoning_tokens: Option<u64>,
     /// Prompt tokens served from cache, when reported.
     pub cached_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `prompt` tokens in, `completion` tokens out (the total their sum);
+    /// the rest unreported.
+    pub fn new(prompt: u64, completion: u64) -> Self {
+        Self {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            reasoning_tokens: None,
+            cached_tokens: None,
+        }
+    }
 }
 
 /// Why the model stopped.
@@ -198,8 +215,9 @@ pub enum ChatEvent {
     Finish(FinishReason),
 }
 
-/// A whole answer.
+/// A whole answer (`#[non_exhaustive]`: read it; [`collect`] builds it).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ChatResponse {
     /// The text.
     pub text: String,

@@ -60,13 +60,9 @@ async fn reasoning_text_tools_and_usage_become_one_verified_run() {
         ("c2", "add", r#"{"a": 2, "b": 3}"#),
         ("c3", "show_sum", r#"{"sum": 5}"#),
     ]));
-    first.push(ChatEvent::Usage(Usage {
-        prompt_tokens: 10,
-        completion_tokens: 4,
-        total_tokens: 14,
-        reasoning_tokens: Some(2),
-        cached_tokens: None,
-    }));
+    let mut usage = Usage::new(10, 4);
+    usage.reasoning_tokens = Some(2);
+    first.push(ChatEvent::Usage(usage));
     first.push(ChatEvent::Finish(FinishReason::ToolCalls));
     let model = ScriptedModel::queue(vec![first]).recording();
     let calls = Arc::new(AtomicUsize::new(0));

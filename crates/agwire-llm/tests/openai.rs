@@ -188,12 +188,11 @@ async fn text_with_usage_in_a_last_chunk_without_choices() {
         [
             ChatEvent::TextDelta("你好，".into()),
             ChatEvent::TextDelta("world".into()),
-            ChatEvent::Usage(Usage {
-                prompt_tokens: 12,
-                completion_tokens: 3,
-                total_tokens: 15,
-                reasoning_tokens: Some(0),
-                cached_tokens: Some(4)
+            ChatEvent::Usage({
+                let mut usage = Usage::new(12, 3);
+                usage.reasoning_tokens = Some(0);
+                usage.cached_tokens = Some(4);
+                usage
             }),
             ChatEvent::Finish(FinishReason::Stop),
         ]
