@@ -175,81 +175,49 @@ pub enum EncryptedValueSubtype {
 /// protocol can add a field in a minor release, with a constructor taking
 /// the required fields and a setter for each optional one.
 macro_rules! event_struct {
+    // An event a subagent may emit: it carries an optional `subagentRunId`.
     (
-        $(#[$doc:meta])* $name:ident attr
-        { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }
-        optional { $($(#[$odoc:meta])* $ofield:ident : $oty:ty),* $(,)? }
+        $(#[$doc:meta])* $name:ident attr $required:tt optional $optional:tt
     ) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Serialize)]
-        #[serde(rename_all = "camelCase")]
-        #[non_exhaustive]
-        pub struct $name {
-            $(
-                $(#[$fdoc])*
-                pub $field: $ty,
-            )*
-            $(
-                $(#[$odoc])*
+        event_struct!(@define $(#[$doc])* $name $required optional $optional
+            extra_fields {
+                /// The subagent that emitted this event; absent means the parent agent.
                 #[serde(skip_serializing_if = "Option::is_none")]
-                pub $ofield: Option<$oty>,
-            )*
-            /// The subagent that emitted this event; absent means the parent agent.
-            #[serde(skip_serializing_if = "Option::is_none")]
-            pub subagent_run_id: Option<String>,
-            /// The envelope.
-            #[serde(flatten)]
-            pub base: BaseEvent,
-        }
-
-        #[allow(clippy::new_without_default)]
-        impl $name {
-            /// The event with its required fields; the optional ones absent.
-            pub fn new($($field: impl Into<$ty>),*) -> Self {
-                Self {
-                    $($field: $field.into(),)*
-                    $($ofield: None,)*
-                    subagent_run_id: None,
-                    base: BaseEvent::default(),
-                }
+                pub subagent_run_id: Option<String>,
             }
-
-            $(
-                #[doc = concat!("Sets `", stringify!($ofield), "`.")]
+            extra_init { subagent_run_id: None, }
+            extra_methods {
+                /// Attributes the event to a subagent invocation.
                 #[must_use]
-                pub fn $ofield(mut self, value: impl Into<$oty>) -> Self {
-                    self.$ofield = Some(value.into());
+                pub fn subagent_run_id(mut self, id: impl Into<String>) -> Self {
+                    self.subagent_run_id = Some(id.into());
                     self
                 }
-            )*
 
-            /// Attributes the event to a subagent invocation.
-            #[must_use]
-            pub fn subagent_run_id(mut self, id: impl Into<String>) -> Self {
-                self.subagent_run_id = Some(id.into());
-                self
+                /// Attributes the event to a subagent invocation, or to the
+                /// parent agent (`None`).
+                #[must_use]
+                pub fn attributed_to(mut self, subagent_run_id: Option<String>) -> Self {
+                    self.subagent_run_id = subagent_run_id;
+                    self
+                }
             }
-
-            /// Attributes the event to a subagent invocation, or to the
-            /// parent agent (`None`).
-            #[must_use]
-            pub fn attributed_to(mut self, subagent_run_id: Option<String>) -> Self {
-                self.subagent_run_id = subagent_run_id;
-                self
-            }
-
-            /// Sets the envelope.
-            #[must_use]
-            pub fn base(mut self, base: BaseEvent) -> Self {
-                self.base = base;
-                self
-            }
-        }
+        );
     };
     (
-        $(#[$doc:meta])* $name:ident
+        $(#[$doc:meta])* $name:ident $required:tt optional $optional:tt
+    ) => {
+        event_struct!(@define $(#[$doc])* $name $required optional $optional
+            extra_fields {} extra_init {} extra_methods {}
+        );
+    };
+    (
+        @define $(#[$doc:meta])* $name:ident
         { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }
         optional { $($(#[$odoc:meta])* $ofield:ident : $oty:ty),* $(,)? }
+        extra_fields { $($extra_fields:tt)* }
+        extra_init { $($extra_init:tt)* }
+        extra_methods { $($extra_methods:tt)* }
     ) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -265,6 +233,7 @@ macro_rules! event_struct {
                 #[serde(skip_serializing_if = "Option::is_none")]
                 pub $ofield: Option<$oty>,
             )*
+            $($extra_fields)*
             /// The envelope.
             #[serde(flatten)]
             pub base: BaseEvent,
@@ -277,6 +246,7 @@ macro_rules! event_struct {
                 Self {
                     $($field: $field.into(),)*
                     $($ofield: None,)*
+                    $($extra_init)*
                     base: BaseEvent::default(),
                 }
             }
@@ -289,6 +259,8 @@ macro_rules! event_struct {
                     self
                 }
             )*
+
+            $($extra_methods)*
 
             /// Sets the envelope.
             #[must_use]
