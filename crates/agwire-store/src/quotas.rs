@@ -58,6 +58,16 @@ pub fn utc_day(at_ms: i64) -> i64 {
     at_ms.div_euclid(DAY_MS)
 }
 
+/// The wait before a run refused by `runs_per_minute` may be accepted:
+/// until the run `accepted_at` leaves the window, never more than the
+/// window itself. An accept reads its clock before it waits for the
+/// user's lock, so the run it must wait for — recorded by an accept that
+/// read its clock later — can look newer than "now" by the time waited;
+/// from the real present that run leaves within the window.
+pub(crate) fn runs_retry_after(accepted_at: i64, now_ms: i64) -> i64 {
+    (accepted_at + RUN_WINDOW_MS - now_ms).clamp(1, RUN_WINDOW_MS)
+}
+
 /// When the UTC day of `at_ms` ends (ms since the epoch).
 pub fn day_ends(at_ms: i64) -> i64 {
     (utc_day(at_ms) + 1).saturating_mul(DAY_MS)

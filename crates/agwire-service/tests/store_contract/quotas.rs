@@ -161,6 +161,27 @@ async fn runs_past_the_minute_quota_are_refused_until_the_oldest_leaves_the_wind
             ))
             .await
             .unwrap();
+        // An accept whose clock is behind the runs it is refused for (it
+        // read its clock, then waited for the user's lock while another
+        // replica accepted): told to wait the window, never longer.
+        for i in 0..3 {
+            let run = input(&thread(), &format!("c{i}"), "hi");
+            store
+                .accept_run(limited("carol", &run, "h", NOON + 20_000, THREE_A_MINUTE))
+                .await
+                .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        }
+        let late = input(&thread(), "c3", "hi");
+        match store
+            .accept_run(limited("carol", &late, "h", NOON + 19_995, THREE_A_MINUTE))
+            .await
+        {
+            Err(Error::QuotaExceeded {
+                retry_after_ms: 60_000,
+                ..
+            }) => {}
+            other => panic!("{backend}: {other:?}"),
+        }
     }
 }
 

@@ -335,9 +335,16 @@ pub(super) fn answered(
             tool_call_id: named(task_id)?,
         }),
         "quota_runs" | "quota_tokens" => {
-            let retry_after_ms = named(task_id)?.parse().map_err(|_| {
+            let retry_after_ms: i64 = named(task_id)?.parse().map_err(|_| {
                 Error::Internal(format!("agwire_accept answered {outcome} without a wait"))
             })?;
+            // The function reads its clock before it waits for the user's
+            // lock (see `runs_retry_after`): never more than the window.
+            let retry_after_ms = if outcome == "quota_runs" {
+                retry_after_ms.clamp(1, crate::RUN_WINDOW_MS)
+            } else {
+                retry_after_ms
+            };
             Err(Error::QuotaExceeded {
                 quota: if outcome == "quota_runs" {
                     crate::Quota::RunsPerMinute(run.quotas.runs_per_minute.unwrap_or(0))

@@ -465,7 +465,7 @@ fn check_quotas(
         if let Some(accepted_at) = nth {
             return Err(Error::QuotaExceeded {
                 quota: crate::Quota::RunsPerMinute(limit),
-                retry_after_ms: (accepted_at + crate::RUN_WINDOW_MS - now_ms).max(1),
+                retry_after_ms: crate::quotas::runs_retry_after(accepted_at, now_ms),
             });
         }
     }
