@@ -760,35 +760,24 @@ impl RunContext {
 
     async fn close_all(&mut self) -> Result<(), Error> {
         while let Some(item) = self.open.last().cloned() {
-            let base = BaseEvent::default();
             let event = match item {
                 Open::Text(message_id, subagent_run_id) => Event::TextMessageEnd(
-                    TextMessageEndEvent::new(message_id)
-                        .base(base)
-                        .attributed_to(subagent_run_id),
+                    TextMessageEndEvent::new(message_id).attributed_to(subagent_run_id),
                 ),
                 Open::ToolCall(tool_call_id, subagent_run_id) => Event::ToolCallEnd(
-                    ToolCallEndEvent::new(tool_call_id)
-                        .base(base)
-                        .attributed_to(subagent_run_id),
+                    ToolCallEndEvent::new(tool_call_id).attributed_to(subagent_run_id),
                 ),
                 Open::Reasoning(message_id, subagent_run_id) => Event::ReasoningEnd(
-                    ReasoningEndEvent::new(message_id)
-                        .base(base)
-                        .attributed_to(subagent_run_id),
+                    ReasoningEndEvent::new(message_id).attributed_to(subagent_run_id),
                 ),
                 Open::ReasoningMessage(message_id, subagent_run_id) => Event::ReasoningMessageEnd(
-                    ReasoningMessageEndEvent::new(message_id)
-                        .base(base)
-                        .attributed_to(subagent_run_id),
+                    ReasoningMessageEndEvent::new(message_id).attributed_to(subagent_run_id),
                 ),
                 Open::Step(step_name, subagent_run_id) => Event::StepFinished(
-                    StepFinishedEvent::new(step_name)
-                        .base(base)
-                        .attributed_to(subagent_run_id),
+                    StepFinishedEvent::new(step_name).attributed_to(subagent_run_id),
                 ),
                 Open::Subagent(subagent_run_id) => {
-                    Event::SubagentFinished(SubagentFinishedEvent::new(subagent_run_id).base(base))
+                    Event::SubagentFinished(SubagentFinishedEvent::new(subagent_run_id))
                 }
             };
             let before = self.open.len();
