@@ -23,6 +23,11 @@
 #   AGWIRE_BENCH_WEBHOOKS=1  [webhooks] on, to a receiver on loopback that
 #                            answers 204 (bench bin webhook_sink); the
 #                            deliveries are counted after the load.
+#   AGWIRE_BENCH_TELEMETRY=R traces and metrics exported over OTLP/HTTP to
+#                            the same receiver (it answers 200 unread),
+#                            traces sampled at ratio R (1 = every run,
+#                            0.1 = one in ten); spans exported and dropped
+#                            are reported after the load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
@@ -58,12 +63,18 @@ fi
 if [ "${AGWIRE_BENCH_QUOTAS:-}" = 1 ]; then
   printf '[quotas]\nruns_per_minute = 1000\ntokens_per_day = 1000000000000000\n' >> "$TOML"
 fi
-if [ "${AGWIRE_BENCH_WEBHOOKS:-}" = 1 ]; then
+if [ "${AGWIRE_BENCH_WEBHOOKS:-}" = 1 ] || [ -n "${AGWIRE_BENCH_TELEMETRY:-}" ]; then
   "$OUT/webhook_sink" > "$DATA/sink" &
   SINK_PID=$!
   for _ in $(seq 100); do grep -q listening "$DATA/sink" 2>/dev/null && break; sleep 0.05; done
   SINK=$(sed -n 's/^listening //p' "$DATA/sink")
+fi
+if [ "${AGWIRE_BENCH_WEBHOOKS:-}" = 1 ]; then
   printf '[webhooks]\nurl = "%s/hook"\nsecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"\nallow_private = true\n' "$SINK" >> "$TOML"
+fi
+if [ -n "${AGWIRE_BENCH_TELEMETRY:-}" ]; then
+  export OTEL_EXPORTER_OTLP_ENDPOINT=$SINK OTEL_TRACES_SAMPLER=parentbased_traceidratio \
+    OTEL_TRACES_SAMPLER_ARG=$AGWIRE_BENCH_TELEMETRY
 fi
 CONFIG=()
 [ -s "$TOML" ] && CONFIG=(--config "$TOML")
@@ -113,12 +124,17 @@ else
   reconnect=$("$OUT/service_reconnect" "$ADDR" 2000)
 fi
 delivered=
-if [ -n "$SINK_PID" ]; then
+if [ "${AGWIRE_BENCH_WEBHOOKS:-}" = 1 ]; then
   for _ in $(seq 600); do [ "$(metric agwire_webhooks_pending)" = 0 ] && break; sleep 0.1; done
   delivered=$(curl -s "$SINK/count")
 fi
 printf '%s serve (SQLite WAL, router+worker pipeline on the scripted model, wrk -t1 -c%s -d%ss)\n' "$BIN" "$CONNS" "$SECS"
-printf '  users %s, quotas %s, webhooks %s\n' "${AGWIRE_BENCH_USERS:-1 (local)}" "${AGWIRE_BENCH_QUOTAS:+on}" "${AGWIRE_BENCH_WEBHOOKS:+on}"
+printf '  users %s, quotas %s, webhooks %s, telemetry %s\n' "${AGWIRE_BENCH_USERS:-1 (local)}" "${AGWIRE_BENCH_QUOTAS:+on}" "${AGWIRE_BENCH_WEBHOOKS:+on}" "${AGWIRE_BENCH_TELEMETRY:+sampled at $AGWIRE_BENCH_TELEMETRY}"
+if [ -n "${AGWIRE_BENCH_TELEMETRY:-}" ]; then
+  printf '  spans exported %s, dropped: export failed %s, queue full %s (OTLP exports received: %s)\n' \
+    "$(metric agwire_otel_spans_exported_total)" "$(metric 'agwire_otel_spans_dropped_total{reason="export_failed"}')" \
+    "$(metric 'agwire_otel_spans_dropped_total{reason="queue_full"}')" "$(curl -s "$SINK/otlp-count")"
+fi
 [ -n "$delivered" ] && printf '  webhooks delivered (receiver count) / runs accepted: %s / %s, pending %s\n' "$delivered" "$(metric agwire_runs_accepted_total)" "$(metric agwire_webhooks_pending)"
 printf '  accepted runs/s (POST -> 202, runs executing):  %s\n' "$accepted"
 printf '  end-to-end runs/s (POST -> whole SSE stream):   %s  (latency p50 %s, p99 %s)\n' "$e2e_rps" "$e2e_p50" "$e2e_p99"

@@ -1,9 +1,12 @@
 //! A webhook receiver for `bench/service.sh` with webhooks on: answers every
 //! `POST` with 204 at once and counts them, so what the bench measures is
-//! the service's side of delivery, not a receiver's.
+//! the service's side of delivery, not a receiver's. With telemetry on, it
+//! is the OTLP/HTTP collector too: `/v1/traces` and `/v1/metrics` answered
+//! 200 (an empty export response) unread, and counted.
 //!
 //! Usage: `webhook_sink`; prints `listening http://127.0.0.1:<port>` first,
-//! and the count of deliveries on `GET /count`.
+//! the count of deliveries on `GET /count`, of OTLP exports on
+//! `GET /otlp-count`.
 #![allow(clippy::print_stdout)]
 
 use std::sync::Arc;
@@ -15,7 +18,30 @@ use axum::http::StatusCode;
 async fn main() -> std::io::Result<()> {
     let received = Arc::new(AtomicU64::new(0));
     let counted = received.clone();
+    let exports = Arc::new(AtomicU64::new(0));
+    let (traces, metrics, exported) = (exports.clone(), exports.clone(), exports);
     let app = axum::Router::new()
+        .route(
+            "/v1/traces",
+            axum::routing::post(move || {
+                traces.fetch_add(1, Ordering::Relaxed);
+                async { StatusCode::OK }
+            }),
+        )
+        .route(
+            "/v1/metrics",
+            axum::routing::post(move || {
+                metrics.fetch_add(1, Ordering::Relaxed);
+                async { StatusCode::OK }
+            }),
+        )
+        .route(
+            "/otlp-count",
+            axum::routing::get(move || {
+                let n = exported.load(Ordering::Relaxed);
+                async move { n.to_string() }
+            }),
+        )
         .route(
             "/hook",
             axum::routing::post(move || {

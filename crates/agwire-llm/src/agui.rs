@@ -34,6 +34,7 @@ use agwire_core::{Content, ContentPart, Message, PartSource, RunAgentInput, Toke
 use agwire_server::{Agent, AgentError, RunContext};
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
+use tracing::Instrument as _;
 
 use crate::chat::{
     BoxFuture, ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, ToolCall, ToolChoice,
@@ -646,11 +647,18 @@ impl<'a> ToolLoop<'a> {
                 break;
             }
             for call in calls {
-                let Some(answer) = self.tools.call(&call, ctx) else {
+                let span = crate::telemetry::tool_span(&call);
+                let Some(answer) = span.in_scope(|| self.tools.call(&call, ctx)) else {
                     end.handed_back.push(call);
                     continue;
                 };
-                let content = answer.await?;
+                let answered = answer.instrument(span.clone()).await;
+                crate::telemetry::tool_ended(
+                    &span,
+                    answered.as_ref().map_err(|e| e.message.as_str()),
+                );
+                drop(span);
+                let content = answered?;
                 ctx.tool_result(&call.id, content.clone()).await?;
                 request.messages.push(ChatMessage::Tool {
                     tool_call_id: call.id.clone(),

@@ -24,6 +24,56 @@ pub trait ChatModel: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &str;
     /// Starts a call; the stream carries the answer.
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChatStream, Error>>;
+    /// What telemetry says of it ([`crate::telemetry::Traced`]): by
+    /// default read from [`ChatModel::name`], `provider:model`.
+    fn info(&self) -> ModelInfo {
+        ModelInfo::from_name(self.name())
+    }
+}
+
+/// A shared model is a model (`Arc<dyn ChatModel>` wraps like any other).
+impl<M: ChatModel + ?Sized> ChatModel for std::sync::Arc<M> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChatStream, Error>> {
+        (**self).stream(request)
+    }
+
+    fn info(&self) -> ModelInfo {
+        (**self).info()
+    }
+}
+
+/// A model as the OpenTelemetry GenAI conventions describe it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ModelInfo {
+    /// `gen_ai.provider.name` (`openai` for any OpenAI-compatible API).
+    pub provider: String,
+    /// The model a request that names none gets (`gen_ai.request.model`).
+    pub model: String,
+    /// Where calls go (`server.address`, `server.port`); `None` in-process.
+    pub server: Option<(String, u16)>,
+}
+
+impl ModelInfo {
+    /// `provider:model` (a name without `:` is both).
+    pub fn from_name(name: &str) -> Self {
+        let (provider, model) = name.split_once(':').unwrap_or((name, name));
+        Self {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            server: None,
+        }
+    }
+
+    /// With the server calls go to.
+    pub fn server(mut self, host: impl Into<String>, port: u16) -> Self {
+        self.server = Some((host.into(), port));
+        self
+    }
 }
 
 /// One call.

@@ -11,10 +11,11 @@ mod error;
 pub mod local;
 mod openai;
 mod scripted;
+pub mod telemetry;
 
 pub use chat::{
     BoxFuture, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream,
-    FinishReason, ToolCall, ToolChoice, ToolSpec, Usage, UserPart, collect,
+    FinishReason, ModelInfo, ToolCall, ToolChoice, ToolSpec, Usage, UserPart, collect,
 };
 pub use error::Error;
 pub use openai::{OpenAiCompatible, OpenAiConfig};

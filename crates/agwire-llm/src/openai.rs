@@ -119,6 +119,11 @@ impl OpenAiCompatible {
             if let Some(key) = &self.config.api_key {
                 http = http.bearer_auth(key);
             }
+            // The caller's trace continues at the provider (W3C
+            // `traceparent`), when a propagator is installed.
+            for (name, value) in crate::telemetry::trace_headers() {
+                http = http.header(name, value);
+            }
             let sent = tokio::time::timeout(self.config.first_byte_timeout, http.send()).await;
             let wait = match sent {
                 Ok(Ok(response)) if response.status().is_success() => {
@@ -170,6 +175,21 @@ impl OpenAiCompatible {
 impl ChatModel for OpenAiCompatible {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn info(&self) -> crate::ModelInfo {
+        let info = crate::ModelInfo {
+            provider: "openai".to_owned(),
+            model: self.config.model.clone(),
+            server: None,
+        };
+        match reqwest::Url::parse(&self.config.base_url) {
+            Ok(url) => match (url.host_str(), url.port_or_known_default()) {
+                (Some(host), Some(port)) => info.server(host, port),
+                _ => info,
+            },
+            Err(_) => info,
+        }
     }
 
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChatStream, Error>> {

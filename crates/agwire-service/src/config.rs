@@ -53,6 +53,8 @@ pub struct Config {
     pub webhooks: crate::webhooks::WebhooksConfig,
     /// Per-user limits.
     pub quotas: QuotasConfig,
+    /// Traces and metrics over OTLP.
+    pub telemetry: crate::telemetry::TelemetryConfig,
 }
 
 /// `[quotas]`: what each user may use, held in the store (so every replica
@@ -159,6 +161,7 @@ impl Default for Config {
             llm: LlmConfig::default(),
             webhooks: crate::webhooks::WebhooksConfig::default(),
             quotas: QuotasConfig::default(),
+            telemetry: crate::telemetry::TelemetryConfig::default(),
         }
     }
 }

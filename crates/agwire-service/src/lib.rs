@@ -16,6 +16,7 @@ mod metrics;
 pub mod run;
 mod service;
 pub mod storable;
+pub mod telemetry;
 pub mod threads;
 pub mod webhooks;
 

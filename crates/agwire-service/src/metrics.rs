@@ -27,6 +27,8 @@ pub(crate) struct Metrics {
     webhooks_delivered: AtomicU64,
     webhooks_failed: AtomicU64,
     webhooks_given_up: AtomicU64,
+    /// The append histogram over OTLP too, when metrics are exported.
+    otel_append: std::sync::OnceLock<opentelemetry::metrics::Histogram<f64>>,
 }
 
 impl Metrics {
@@ -49,6 +51,43 @@ impl Metrics {
             u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
         );
+        if let Some(histogram) = self.otel_append.get() {
+            histogram.record(seconds, &[]);
+        }
+    }
+
+    /// Records appends on `histogram` too (OTLP metrics).
+    pub(crate) fn export_appends(&self, histogram: opentelemetry::metrics::Histogram<f64>) {
+        let _ = self.otel_append.set(histogram);
+    }
+
+    /// Runs accepted by this process.
+    pub(crate) fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::Relaxed)
+    }
+
+    /// Events appended by this process.
+    pub(crate) fn events_appended(&self) -> u64 {
+        self.events_appended.load(Ordering::Relaxed)
+    }
+
+    /// Event streams open now.
+    pub(crate) fn active_streams(&self) -> i64 {
+        self.active_streams.load(Ordering::Relaxed)
+    }
+
+    /// Pending tool calls the sweep expired.
+    pub(crate) fn tool_calls_expired_total(&self) -> u64 {
+        self.tool_calls_expired.load(Ordering::Relaxed)
+    }
+
+    /// Webhook attempts by outcome.
+    pub(crate) fn webhook_deliveries(&self) -> [(&'static str, u64); 3] {
+        [
+            ("delivered", self.webhooks_delivered.load(Ordering::Relaxed)),
+            ("failed", self.webhooks_failed.load(Ordering::Relaxed)),
+            ("given_up", self.webhooks_given_up.load(Ordering::Relaxed)),
+        ]
     }
 
     /// The sweep marked `n` pending tool calls expired.
@@ -183,6 +222,28 @@ impl Metrics {
         let sum = self.append_sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
         let _ = writeln!(out, "agwire_event_append_seconds_sum {sum}");
         let _ = writeln!(out, "agwire_event_append_seconds_count {count}");
+        if let Some(spans) = held.spans {
+            let _ = writeln!(
+                out,
+                "# HELP agwire_otel_spans_exported_total Spans this process exported over OTLP."
+            );
+            let _ = writeln!(out, "# TYPE agwire_otel_spans_exported_total counter");
+            let _ = writeln!(out, "agwire_otel_spans_exported_total {}", spans.exported);
+            let _ = writeln!(
+                out,
+                "# HELP agwire_otel_spans_dropped_total Spans this process dropped, by reason (export_failed: the collector refused them or could not be reached; queue_full: more waited than the export queue holds)."
+            );
+            let _ = writeln!(out, "# TYPE agwire_otel_spans_dropped_total counter");
+            for (reason, n) in [
+                ("export_failed", spans.export_failed),
+                ("queue_full", spans.queue_full),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "agwire_otel_spans_dropped_total{{reason=\"{reason}\"}} {n}"
+                );
+            }
+        }
         out
     }
 }
@@ -198,6 +259,16 @@ pub(crate) struct Held {
     /// Webhook messages still to deliver (read from the store when webhooks
     /// are on).
     pub(crate) webhooks_pending: Option<u64>,
+    /// What the OTLP export did (when telemetry is on).
+    pub(crate) spans: Option<SpansExported>,
+}
+
+/// Spans exported and dropped since the start.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SpansExported {
+    pub(crate) exported: u64,
+    pub(crate) export_failed: u64,
+    pub(crate) queue_full: u64,
 }
 
 /// Counts one open stream while alive.

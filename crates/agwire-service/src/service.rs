@@ -151,6 +151,16 @@ impl Service {
         self
     }
 
+    /// Exports traces and metrics with `telemetry` (default: off). The
+    /// spans are `tracing`'s: the subscriber must have
+    /// [`Telemetry::layer`](crate::telemetry::Telemetry::layer) too.
+    pub fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
+        let shared = self.shared();
+        shared.engine.telemetry = telemetry;
+        shared.engine.telemetry.register_metrics(&shared.engine);
+        self
+    }
+
     /// How requests are authenticated (default: none, one local user).
     pub fn with_auth(mut self, auth: Auth) -> Self {
         self.shared().auth = auth;

@@ -180,12 +180,20 @@ pub struct RunOptions {
     /// `forwardedProps.client_time`, checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_time: Option<ClientTime>,
+    /// The trace the run belongs to (a W3C `traceparent`: the span that
+    /// accepted it), when the service exports traces: whichever replica
+    /// executes or streams the run continues that trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<String>,
 }
 
 impl RunOptions {
     /// No option set (what [`Default`] gives, as a constant: a request
     /// without options borrows it).
-    pub const NONE: Self = Self { client_time: None };
+    pub const NONE: Self = Self {
+        client_time: None,
+        trace_parent: None,
+    };
 
     /// As stored: `None` when no option is set (the column stays null).
     pub fn to_stored(&self) -> Result<Option<String>, Error> {

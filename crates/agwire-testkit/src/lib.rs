@@ -25,6 +25,8 @@ pub mod dojo;
 pub mod fuzz_checks;
 #[cfg(feature = "http-agent")]
 pub mod http_agent;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod peers;
 #[cfg(feature = "pg")]
 pub mod pg;

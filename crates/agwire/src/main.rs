@@ -10,6 +10,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use agwire_service::telemetry::Telemetry;
 use clap::{Parser, Subcommand};
 
 /// mimalloc instead of glibc's malloc for Rust's allocations. Why: a run
@@ -49,25 +50,38 @@ enum LogFormat {
 
 /// Logs go to stderr: `RUST_LOG` if set, else `info` for the service (one
 /// line per request and per run) and warnings only for `agwire run`, whose
-/// output is the terminal's; colours only on a terminal.
-fn init_logs(format: LogFormat, serving: bool) {
+/// output is the terminal's; colours only on a terminal. With telemetry on,
+/// the spans go to the OTLP collector too.
+fn init_logs(format: LogFormat, serving: bool, telemetry: &Telemetry) {
     use std::io::IsTerminal;
-    // llama.cpp (the local model) logs its own details at info: errors only.
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::filter::FilterExt as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // llama.cpp (the local model) logs its own details at info: errors
+    // only. Model and tool call spans are for traces, not log lines.
     let default = if serving {
-        "info,llama_cpp_2=error"
+        "info,llama_cpp_2=error,agwire_llm::telemetry=warn"
     } else {
         "warn"
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        // The spans that exist only to be exported never reach the logs.
+        .and(tracing_subscriber::filter::filter_fn(|meta| {
+            meta.target() != agwire_service::telemetry::OTEL_TARGET
+        }));
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    match format {
-        LogFormat::Json => logs.json().init(),
-        LogFormat::Text => logs.init(),
-    }
+    let logs = match format {
+        LogFormat::Json => logs.json().with_filter(filter).boxed(),
+        LogFormat::Text => logs.with_filter(filter).boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(telemetry.layer())
+        .init();
 }
 
 // Parsed once at start: the size of the value does not matter.
@@ -90,8 +104,12 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logs(cli.log_format, matches!(cli.command, Command::Serve(_)));
-    match cli.command {
+    let command = match cli.command {
+        Command::Serve(args) => return serve_command(cli.log_format, &args).await,
+        command => command,
+    };
+    init_logs(cli.log_format, false, &Telemetry::off());
+    match command {
         Command::Run(args) => {
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
@@ -123,12 +141,33 @@ async fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Serve(args) => match serve::serve(args).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                let _ = writeln!(std::io::stderr(), "agwire serve: {error}");
-                ExitCode::FAILURE
-            }
-        },
+        // Served above.
+        Command::Serve(_) => ExitCode::FAILURE,
+    }
+}
+
+/// `agwire serve`: its configuration first (telemetry is part of it, and
+/// the logs' subscriber carries its layer), then the service; at the end,
+/// what the exporters hold is sent.
+async fn serve_command(format: LogFormat, args: &serve::ServeArgs) -> ExitCode {
+    let failed = |error: String| {
+        let _ = writeln!(std::io::stderr(), "agwire serve: {error}");
+        ExitCode::FAILURE
+    };
+    let config = match args.config() {
+        Ok(config) => config,
+        Err(error) => return failed(error),
+    };
+    let telemetry = match Telemetry::start(&config.telemetry) {
+        Ok(telemetry) => telemetry,
+        Err(error) => return failed(error.to_string()),
+    };
+    init_logs(format, true, &telemetry);
+    let served = serve::serve(&config, telemetry.clone()).await;
+    // The exporters block while they flush: off the runtime's threads.
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => failed(error),
     }
 }

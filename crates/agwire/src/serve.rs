@@ -111,7 +111,7 @@ pub(crate) struct ServeArgs {
 
 impl ServeArgs {
     /// Defaults, then the file, then environment and flags.
-    fn config(&self) -> Result<Config, String> {
+    pub(crate) fn config(&self) -> Result<Config, String> {
         let mut config = match &self.config {
             Some(path) => Config::load(path).map_err(|e| e.to_string())?,
             None => Config::default(),
@@ -274,9 +274,11 @@ pub(crate) async fn attachments(command: AttachmentsCommand) -> Result<(), Strin
     Ok(())
 }
 
-pub(crate) async fn serve(args: ServeArgs) -> Result<(), String> {
-    let config = args.config()?;
-    let service = Service::from_config(&config)
+pub(crate) async fn serve(
+    config: &Config,
+    telemetry: agwire_service::telemetry::Telemetry,
+) -> Result<(), String> {
+    let service = Service::from_config_with(config, telemetry)
         .await
         .map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(config.addr)

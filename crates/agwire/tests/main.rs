@@ -10,4 +10,5 @@ mod replicas;
 mod replicas_multitask;
 mod replicas_run_control;
 mod serve;
+mod telemetry;
 mod web;

@@ -331,6 +331,13 @@ impl ChatModel for LocalModel {
         &self.name
     }
 
+    fn info(&self) -> crate::ModelInfo {
+        let mut info = crate::ModelInfo::from_name(&self.name);
+        // In-process: no server; llama.cpp does the work.
+        info.provider = "llama.cpp".to_owned();
+        info
+    }
+
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<ChatStream, Error>> {
         Box::pin(async move {
             let calls = Calls::of(&request);

@@ -144,6 +144,7 @@ impl Service {
             .routes(small(routes!(calendar::list_events)))
             .split_for_parts();
         let document = ops::Document(doc::finish(document).into());
+        let traced = self.engine.telemetry.is_on();
         let browsers = browser::Browsers::new(
             self.auth.is_enabled(),
             &http.allowed_hosts,
@@ -176,7 +177,9 @@ impl Service {
             .layer(tower::util::option_layer(cors(&http.cors_allowed_origins)))
             .layer(
                 TraceLayer::new_for_http()
-                    .make_span_with(request_span)
+                    .make_span_with(move |request: &Request<axum::body::Body>| {
+                        request_span(request, traced)
+                    })
                     .on_response(log_response)
                     .on_failure(()),
             )
@@ -234,24 +237,78 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 }
 
 /// Each request's span: method, path (never the query: signed URLs carry
-/// their signature there) and request id.
-fn request_span<B>(request: &Request<B>) -> tracing::Span {
+/// their signature there) and request id. Exported (`traced`), it is an
+/// HTTP server span as the semantic conventions name it and its
+/// attributes, a child of the caller's span when the request carries
+/// `traceparent`, its trace id in the request's log lines.
+fn request_span<B>(request: &Request<B>, traced: bool) -> tracing::Span {
     let id = request
         .headers()
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    tracing::info_span!(
+    if !traced {
+        return tracing::info_span!(
+            "request",
+            method = %request.method(),
+            path = request.uri().path(),
+            request_id = id,
+        );
+    }
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let method = request.method().as_str();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(axum::extract::MatchedPath::as_str);
+    let version = match request.version() {
+        axum::http::Version::HTTP_10 => "1.0",
+        axum::http::Version::HTTP_2 => "2",
+        _ => "1.1",
+    };
+    // `{method} {route}`; the method alone where no route matched (the
+    // conventions keep paths, unbounded, out of span names).
+    let name = match route {
+        Some(route) => format!("{method} {route}"),
+        None => method.to_owned(),
+    };
+    let span = tracing::info_span!(
         "request",
-        method = %request.method(),
-        path = request.uri().path(),
+        otel.name = %name,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = method,
+        http.route = route,
+        url.path = request.uri().path(),
+        url.scheme = "http",
+        network.protocol.version = version,
+        user_agent.original = request
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok()),
+        http.response.status_code = tracing::field::Empty,
         request_id = id,
-    )
+        trace_id = tracing::field::Empty,
+    );
+    let _ = span.set_parent(crate::telemetry::extract_headers(request.headers()));
+    let trace = span.context().span().span_context().trace_id();
+    if trace != opentelemetry::trace::TraceId::INVALID {
+        span.record("trace_id", tracing::field::display(trace));
+    }
+    span
 }
 
 /// One line per request, when its answer's head is sent (a stream's body
-/// continues after it).
-fn log_response<B>(response: &Response<B>, latency: Duration, _span: &tracing::Span) {
+/// continues after it); on an exported span, the status (a 5xx is an
+/// error: a 4xx is the client's).
+fn log_response<B>(response: &Response<B>, latency: Duration, span: &tracing::Span) {
+    let status = response.status();
+    // (i64: tracing-opentelemetry exports a u64 as text.)
+    span.record("http.response.status_code", i64::from(status.as_u16()));
+    if status.is_server_error() {
+        span.record("otel.status_code", "error");
+    }
     tracing::info!(
         status = response.status().as_u16(),
         ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),

@@ -76,6 +76,15 @@ pub(super) async fn metrics(State(service): State<Service>, headers: HeaderMap) 
             executing: service.running(),
             live_channels: service.engine.hub.len(),
             webhooks_pending,
+            spans: service
+                .engine
+                .telemetry
+                .counts()
+                .map(|c| crate::metrics::SpansExported {
+                    exported: c.exported(),
+                    export_failed: c.failed(),
+                    queue_full: c.queue_full(),
+                }),
         },
     );
     Ok((

@@ -15,7 +15,7 @@ use super::doc::STREAM;
 use super::doc::bodies::{Binary, RunAgentInputBody, SseFrame};
 use super::error::Detail;
 use super::multitask::RunQuery;
-use super::stream::{accepted_stream, events_location, resume_after, stream};
+use super::stream::{accepted_stream, events_location, resume_after, traced_stream};
 use super::validate::{MAX_PAYLOAD_BYTES, Rules, validate_run};
 use super::{ApiError, ApiResult, BACKEND_TOOLS, User, now_ms};
 
@@ -285,7 +285,7 @@ pub(super) async fn get_events(
     let format = Negotiator::new()
         .prefer_sse_for_wildcards(true)
         .choose(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    Ok(stream(&service, run.task_id, after, format))
+    Ok(traced_stream(&service, &run, after, format))
 }
 
 #[utoipa::path(

@@ -86,6 +86,7 @@ pub(crate) fn accepted_stream(
                 .engine
                 .follow_from_start(accepted.task_id, from_start),
             format,
+            tracing::Span::none(),
         ),
         None => {
             let after = if accepted.replayed {
@@ -109,25 +110,43 @@ pub(crate) fn stream(
     after: u64,
     format: WireFormat,
 ) -> Response {
-    respond(service, service.engine.follow(task_id, after), format)
+    let events = service.engine.follow(task_id, after);
+    respond(service, events, format, tracing::Span::none())
+}
+
+/// [`stream`] for a reader of `run`'s log, its time in the run's trace
+/// (when traces are exported).
+pub(crate) fn traced_stream(
+    service: &Service,
+    run: &crate::engine::RunRecord,
+    after: u64,
+    format: WireFormat,
+) -> Response {
+    let span = service.engine.telemetry.stream_span(run, after);
+    let events = service.engine.follow(run.task_id.clone(), after);
+    respond(service, events, format, span)
 }
 
 fn respond(
     service: &Service,
     events: impl Stream<Item = (u64, Arc<Event>)> + Send + 'static,
     format: WireFormat,
+    span: tracing::Span,
 ) -> Response {
     let followed = Followed {
         events: Box::pin(events),
         _open: Metrics::stream_opened(&service.engine.metrics),
+        _span: span,
     };
     EventStream::new(followed, format).into_response()
 }
 
-/// A follower's events, counted as an open stream while the response lives.
+/// A follower's events, counted as an open stream while the response lives
+/// (and, exported, timed by its span).
 struct Followed {
     events: Pin<Box<dyn Stream<Item = (u64, Arc<Event>)> + Send>>,
     _open: StreamGuard,
+    _span: tracing::Span,
 }
 
 impl Stream for Followed {

@@ -202,7 +202,10 @@ pub fn validate_run(body: &[u8], rules: &Rules<'_>) -> Result<ValidRun, ApiError
     Ok(ValidRun {
         input,
         runtime_mode,
-        options: RunOptions { client_time },
+        options: RunOptions {
+            client_time,
+            trace_parent: None,
+        },
         attachment_urls,
     })
 }

@@ -119,6 +119,16 @@ impl Service {
     /// # }
     /// ```
     pub async fn from_config(config: &Config) -> Result<Self, Error> {
+        Self::from_config_with(config, crate::telemetry::Telemetry::off()).await
+    }
+
+    /// [`Service::from_config`], exporting traces and metrics with
+    /// `telemetry` ([`Telemetry::start`](crate::telemetry::Telemetry::start)
+    /// of `config.telemetry`; its layer must be in the subscriber).
+    pub async fn from_config_with(
+        config: &Config,
+        telemetry: crate::telemetry::Telemetry,
+    ) -> Result<Self, Error> {
         let data_dir = &config.data_dir;
         std::fs::create_dir_all(data_dir).map_err(|source| Error::DataDir {
             path: data_dir.clone(),
@@ -151,6 +161,7 @@ impl Service {
             .with_config(config)
             .with_attachments(attachments)
             .with_auth(auth_of(&config.auth))
+            .with_telemetry(telemetry)
             .with_webhooks(crate::webhooks::Webhooks::from_config(&config.webhooks)?);
         service.start().await?;
         service.start_background(storage);

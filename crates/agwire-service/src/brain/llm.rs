@@ -43,11 +43,13 @@ impl std::fmt::Debug for LlmBrain {
 }
 
 impl LlmBrain {
-    /// Routes with `router`, answers with `worker`.
+    /// Routes with `router`, answers with `worker`. Each call is a GenAI
+    /// span ([`Traced`](agwire_llm::telemetry::Traced)) naming its stage.
     pub fn new(router: Arc<dyn ChatModel>, worker: Arc<dyn ChatModel>) -> Self {
+        use agwire_llm::telemetry::Traced;
         Self {
-            router,
-            worker,
+            router: Arc::new(Traced::new(router).stage("router")),
+            worker: Arc::new(Traced::new(worker).stage("worker")),
             tools: Arc::new(BackendTools::new()),
         }
     }

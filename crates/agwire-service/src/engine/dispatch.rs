@@ -221,11 +221,15 @@ impl Engine {
             .unwrap_or_else(|| self.shutdown.child_token());
         let service = self.clone();
         let span = tracing::info_span!(
+            parent: None,
             "run",
             run_id = %run.input.run_id,
             thread_id = %run.input.thread_id,
             user = %run.user_id,
+            trace_id = tracing::field::Empty,
         );
+        // Exported (when telemetry is on) in the trace that accepted it.
+        let traced = self.telemetry.run_span(&run, &span);
         // Boxed: the task holds a pointer, not the claim, for the whole run.
         let run = Box::new(run);
         self.executions.spawn(
@@ -240,6 +244,7 @@ impl Engine {
                 // The thread's next run (if one waits) is runnable now.
                 service.dispatch.notify_one();
             }
+            .instrument(traced)
             .instrument(span),
         );
     }

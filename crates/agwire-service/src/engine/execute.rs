@@ -64,6 +64,8 @@ impl Engine {
         let produce = AssertUnwindSafe(run_detached(&*agent, input, tx, cancel)).catch_unwind();
         // What the run says, folded into the thread's messages at its end.
         let mut output = agwire_core::apply::Session::new(Vec::new(), json!({}));
+        // The trace a user's report finds the run by, on its RUN_STARTED.
+        let mut trace = self.telemetry.run_started_metadata();
         let consume = async {
             let mut rx = rx;
             // Events that are ready together are appended in one
@@ -71,6 +73,9 @@ impl Engine {
             let mut batch: Vec<Event> = Vec::new();
             while rx.recv_many(&mut batch, BATCH).await > 0 {
                 let mut events = std::mem::take(&mut batch);
+                if let Some(trace) = trace.take() {
+                    stamp_trace(&mut events, trace);
+                }
                 let terminal = events.iter().position(is_terminal);
                 let rest = terminal.map(|i| events.split_off(i)).unwrap_or_default();
                 for event in &events {
@@ -196,8 +201,22 @@ impl Engine {
             tokens,
         };
         let started = std::time::Instant::now();
-        match self.store.end_run(task_id, &ending, now_ms()).await {
+        let ended = self.store.end_run(task_id, &ending, now_ms()).await;
+        self.telemetry
+            .store_write("end_run", self.store.database(), started);
+        // The run's span (current while it executes) says how it ended.
+        let span = tracing::Span::current();
+        span.record("ag_ui.run.outcome", status.as_str());
+        if let Event::RunError(e) = terminal {
+            span.record("otel.status_code", "error");
+            span.record("otel.status_description", e.message.as_str());
+        }
+        match ended {
             Ok(Some(seq)) => {
+                span.record(
+                    "ag_ui.run.event_count",
+                    i64::try_from(seq).unwrap_or(i64::MAX),
+                );
                 self.metrics.appended(events.len() + 1, started.elapsed());
                 let first = seq - events.len() as u64;
                 for (i, event) in events.into_iter().enumerate() {
@@ -223,7 +242,10 @@ impl Engine {
         live: &Producer,
     ) -> bool {
         let started = std::time::Instant::now();
-        match self.store.append_events(task_id, &events).await {
+        let appended = self.store.append_events(task_id, &events).await;
+        self.telemetry
+            .store_write("append_events", self.store.database(), started);
+        match appended {
             Ok(first) => {
                 self.metrics.appended(events.len(), started.elapsed());
                 for (i, event) in events.into_iter().enumerate() {
@@ -235,6 +257,17 @@ impl Engine {
                 tracing::error!(%error, "could not append events; the run fails");
                 false
             }
+        }
+    }
+}
+
+/// `trace` into the metadata of the batch's `RUN_STARTED` (the run's
+/// first event), beside what the agent put there.
+fn stamp_trace(events: &mut [Event], trace: serde_json::Map<String, Value>) {
+    if let Some(Event::RunStarted(started)) = events.first_mut() {
+        let metadata = started.base.metadata.get_or_insert_with(Default::default);
+        for (key, value) in trace {
+            metadata.entry(key).or_insert(value);
         }
     }
 }

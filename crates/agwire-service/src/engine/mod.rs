@@ -88,6 +88,8 @@ pub struct Engine {
     stop: CancellationToken,
     /// How often followers check the log themselves (shared databases).
     recheck: Option<Duration>,
+    /// Traces and metrics export (off by default).
+    pub(crate) telemetry: crate::telemetry::Telemetry,
 }
 
 impl std::fmt::Debug for Engine {
@@ -120,6 +122,7 @@ impl Engine {
             draining: Arc::default(),
             stop: CancellationToken::new(),
             recheck: store_changes.then_some(follow::FOLLOW_RECHECK),
+            telemetry: crate::telemetry::Telemetry::off(),
         }
     }
 
@@ -232,53 +235,70 @@ impl Engine {
 
     async fn admit(
         &self,
-        run: RunRequest,
+        mut run: RunRequest,
         follow: bool,
     ) -> Result<(Accepted, Option<FromStart>), Error> {
+        use tracing::Instrument as _;
         if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(Error::ShuttingDown);
         }
+        // The run continues the trace of what accepted it (the request, a
+        // job's tick), on whichever replica executes it.
+        let within = match self.telemetry.is_on() {
+            true => {
+                run.options.trace_parent = self.telemetry.current_parent();
+                tracing::Span::current()
+            }
+            false => tracing::Span::none(),
+        };
         let engine = self.clone();
-        tokio::spawn(async move {
-            let fingerprint = serde_json::to_string(&run.input)?;
-            // With room here, a run whose thread is idle starts with its
-            // accept: one write, no trip through the queue.
-            let place = engine.hold_start();
-            let start = place.as_ref().map(|_| engine.claim_hooks());
-            let mut accepted = engine
-                .store
-                .accept_run(NewRun {
-                    user: &run.user,
-                    input: &run.input,
-                    request_hash: &fingerprint,
-                    mode: run.mode,
-                    options: &run.options,
-                    admission: run.admission,
-                    quotas: engine.quotas,
-                    now_ms: now_ms(),
-                    start: start.as_ref(),
-                })
-                .await?;
-            if !accepted.replayed {
-                engine.metrics.run_accepted();
-            }
-            for stopped in std::mem::take(&mut accepted.stopped) {
-                engine.stopped(&accepted.thread_id, stopped).await;
-            }
-            let mut from_start = None;
-            match accepted.started.take() {
-                Some(run) => {
-                    if follow {
-                        from_start = Some(FromStart(engine.hub.subscribe(&run.task_id)));
-                    }
-                    engine.spawn_execution(run);
+        tokio::spawn(
+            async move {
+                let fingerprint = serde_json::to_string(&run.input)?;
+                // With room here, a run whose thread is idle starts with its
+                // accept: one write, no trip through the queue.
+                let place = engine.hold_start();
+                let start = place.as_ref().map(|_| engine.claim_hooks());
+                let writing = std::time::Instant::now();
+                let mut accepted = engine
+                    .store
+                    .accept_run(NewRun {
+                        user: &run.user,
+                        input: &run.input,
+                        request_hash: &fingerprint,
+                        mode: run.mode,
+                        options: &run.options,
+                        admission: run.admission,
+                        quotas: engine.quotas,
+                        now_ms: now_ms(),
+                        start: start.as_ref(),
+                    })
+                    .await?;
+                engine
+                    .telemetry
+                    .store_write("accept_run", engine.store.database(), writing);
+                if !accepted.replayed {
+                    engine.metrics.run_accepted();
                 }
-                None if !accepted.replayed => engine.dispatch.notify_one(),
-                None => {}
+                for stopped in std::mem::take(&mut accepted.stopped) {
+                    engine.stopped(&accepted.thread_id, stopped).await;
+                }
+                let mut from_start = None;
+                match accepted.started.take() {
+                    Some(run) => {
+                        if follow {
+                            from_start = Some(FromStart(engine.hub.subscribe(&run.task_id)));
+                        }
+                        engine.spawn_execution(run);
+                    }
+                    None if !accepted.replayed => engine.dispatch.notify_one(),
+                    None => {}
+                }
+                drop(place);
+                Ok((accepted, from_start))
             }
-            drop(place);
-            Ok((accepted, from_start))
-        })
+            .instrument(within),
+        )
         .await
         .map_err(|e| Error::Internal(format!("accepting a run failed: {e}")))?
     }

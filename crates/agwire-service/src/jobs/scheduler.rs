@@ -54,7 +54,20 @@ impl Scheduler {
                 options: RunOptions::default(),
                 admission,
             };
-            let accepted = match self.engine.accept(request).await {
+            // The tick's span (exported only): the run's trace starts here.
+            let tick = tracing::info_span!(
+                target: crate::telemetry::OTEL_TARGET,
+                parent: None,
+                "agwire.job.tick",
+                otel.kind = "internal",
+                agwire.job.id = %job.id,
+                agwire.job.due_ms = due,
+                ag_ui.thread_id = %request.input.thread_id,
+                ag_ui.run_id = %run_id,
+            );
+            let accepted = match tracing::Instrument::instrument(self.engine.accept(request), tick)
+                .await
+            {
                 Ok(accepted) => Some(accepted),
                 Err(Error::ShuttingDown | Error::Store(StoreError::ShuttingDown)) => {
                     return Ok(started);

@@ -33,6 +33,16 @@ pub(crate) fn data_dir(name: &str) -> PathBuf {
 
 /// Starts `agwire serve` on a free loopback port; returns once it listens.
 pub(crate) fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
+    serve_logging_to(dir, args, env, Stdio::inherit())
+}
+
+/// [`serve`] with its log lines (stderr) sent to `stderr`.
+pub(crate) fn serve_logging_to(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stderr: Stdio,
+) -> Serve {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agwire"));
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
@@ -41,7 +51,7 @@ pub(crate) fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
         .env_remove("AGWIRE_JWT_SECRET")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(stderr);
     for (key, value) in env {
         command.env(key, value);
     }

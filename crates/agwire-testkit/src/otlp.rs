@@ -1,0 +1,1017 @@
+//! An OTLP/HTTP receiver: what a test points an OpenTelemetry exporter at
+//! (`OTEL_EXPORTER_OTLP_ENDPOINT` of a child process, or an exporter's
+//! endpoint), and then asserts on the spans and metric points it received.
+//!
+//! It answers `POST /v1/traces` and `POST /v1/metrics` as a collector would,
+//! in both OTLP/HTTP encodings (`application/x-protobuf` and
+//! `application/json`), and keeps what arrives flattened into [`Span`]s and
+//! [`MetricPoint`]s: ids as lowercase hex, attributes as a JSON object, the
+//! resource and instrumentation scope on every item. Waiting is on arrivals,
+//! never on sleeps: [`Receiver::wait_spans`] checks again whenever an export
+//! comes in, and on timeout fails with a dump of everything received.
+//!
+//! ```no_run
+//! # async fn example() {
+//! use std::time::Duration;
+//! use agwire_testkit::otlp::{Receiver, SpanKind};
+//!
+//! let receiver = Receiver::start().await;
+//! // e.g. Command::new(service).env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+//! let spans = receiver
+//!     .wait_spans(Duration::from_secs(10), "the run's server span", |spans| {
+//!         spans.iter().any(|span| span.name == "POST /runs")
+//!     })
+//!     .await;
+//! let server = spans.iter().find(|span| span.name == "POST /runs").unwrap();
+//! assert_eq!(server.kind, SpanKind::Server);
+//! assert_eq!(server.attr_i64("http.response.status_code"), Some(200));
+//! # }
+//! ```
+//!
+//! The server is a task on the runtime that started it: a test waiting for
+//! exports must leave that runtime free to serve them. Block nowhere on a
+//! current-thread runtime (an SDK's `force_flush` with the blocking HTTP
+//! client belongs in `tokio::task::spawn_blocking` or a thread of its own),
+//! or the export waits for the test that waits for the export.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode as HttpStatus, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1 as trace;
+use prost::Message as _;
+use serde_json::{Map, Value};
+use tokio::sync::{oneshot, watch};
+
+/// The largest export body taken (a larger one is answered 413). The
+/// exporters' own default limit is 64 MiB; a test's exports are far smaller.
+pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// A span as received, flattened for assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    /// The trace id: 32 lowercase hex digits.
+    pub trace_id: String,
+    /// The span id: 16 lowercase hex digits.
+    pub span_id: String,
+    /// The parent's span id (16 hex digits); `None` for a root span.
+    pub parent_span_id: Option<String>,
+    /// The W3C `tracestate`, as sent (usually empty).
+    pub trace_state: String,
+    /// The span's name.
+    pub name: String,
+    /// Its kind.
+    pub kind: SpanKind,
+    /// Start, in nanoseconds since the Unix epoch.
+    pub start_unix_nano: u64,
+    /// End, in nanoseconds since the Unix epoch.
+    pub end_unix_nano: u64,
+    /// Its attributes, in the order sent (see [`any_value_to_json`] for the
+    /// mapping of each type).
+    pub attributes: Map<String, Value>,
+    /// Its events, in the order sent.
+    pub events: Vec<SpanEvent>,
+    /// Its links, in the order sent.
+    pub links: Vec<SpanLink>,
+    /// The status code.
+    pub status_code: StatusCode,
+    /// The status message (set with [`StatusCode::Error`] only).
+    pub status_message: String,
+    /// The attributes of the resource that sent it (`service.name`, …).
+    pub resource: Map<String, Value>,
+    /// The name of the instrumentation scope (the tracer's name).
+    pub scope: String,
+    /// How many attributes the sender dropped (over its limits).
+    pub dropped_attributes_count: u32,
+}
+
+impl Span {
+    /// The attribute `key`.
+    pub fn attr(&self, key: &str) -> Option<&Value> {
+        self.attributes.get(key)
+    }
+
+    /// The attribute `key` if it is a string.
+    pub fn attr_str(&self, key: &str) -> Option<&str> {
+        self.attr(key).and_then(Value::as_str)
+    }
+
+    /// The attribute `key` if it is an integer.
+    pub fn attr_i64(&self, key: &str) -> Option<i64> {
+        self.attr(key).and_then(Value::as_i64)
+    }
+
+    /// The attribute `key` if it is a number (an integer or a double).
+    pub fn attr_f64(&self, key: &str) -> Option<f64> {
+        self.attr(key).and_then(Value::as_f64)
+    }
+
+    /// The attribute `key` if it is a boolean.
+    pub fn attr_bool(&self, key: &str) -> Option<bool> {
+        self.attr(key).and_then(Value::as_bool)
+    }
+
+    /// The first event called `name`.
+    pub fn event(&self, name: &str) -> Option<&SpanEvent> {
+        self.events.iter().find(|event| event.name == name)
+    }
+}
+
+/// An event of a [`Span`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanEvent {
+    /// Its name.
+    pub name: String,
+    /// When, in nanoseconds since the Unix epoch.
+    pub time_unix_nano: u64,
+    /// Its attributes.
+    pub attributes: Map<String, Value>,
+}
+
+/// A link of a [`Span`] to another span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanLink {
+    /// The linked span's trace id (32 hex digits).
+    pub trace_id: String,
+    /// The linked span's id (16 hex digits).
+    pub span_id: String,
+    /// The link's attributes.
+    pub attributes: Map<String, Value>,
+}
+
+/// The kind of a [`Span`] (OTLP's `Span.SpanKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SpanKind {
+    /// Not given (or a value this receiver does not know).
+    Unspecified,
+    /// An internal operation.
+    Internal,
+    /// The server side of a request.
+    Server,
+    /// The client side of a request.
+    Client,
+    /// A message sent.
+    Producer,
+    /// A message received.
+    Consumer,
+}
+
+impl SpanKind {
+    fn from_otlp(kind: i32) -> Self {
+        match trace::span::SpanKind::try_from(kind) {
+            Ok(trace::span::SpanKind::Internal) => Self::Internal,
+            Ok(trace::span::SpanKind::Server) => Self::Server,
+            Ok(trace::span::SpanKind::Client) => Self::Client,
+            Ok(trace::span::SpanKind::Producer) => Self::Producer,
+            Ok(trace::span::SpanKind::Consumer) => Self::Consumer,
+            Ok(trace::span::SpanKind::Unspecified) | Err(_) => Self::Unspecified,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Unspecified => "unspecified",
+            Self::Internal => "internal",
+            Self::Server => "server",
+            Self::Client => "client",
+            Self::Producer => "producer",
+            Self::Consumer => "consumer",
+        }
+    }
+}
+
+/// The status code of a [`Span`] (OTLP's `Status.StatusCode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StatusCode {
+    /// Not set (or a value this receiver does not know).
+    Unset,
+    /// Set to success.
+    Ok,
+    /// Set to failure.
+    Error,
+}
+
+impl StatusCode {
+    fn from_otlp(code: i32) -> Self {
+        match trace::status::StatusCode::try_from(code) {
+            Ok(trace::status::StatusCode::Ok) => Self::Ok,
+            Ok(trace::status::StatusCode::Error) => Self::Error,
+            Ok(trace::status::StatusCode::Unset) | Err(_) => Self::Unset,
+        }
+    }
+}
+
+/// One data point of a metric as received, flattened for assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricPoint {
+    /// The metric's name.
+    pub name: String,
+    /// The metric's description.
+    pub description: String,
+    /// The metric's unit (UCUM, e.g. `s`, `By`, `{request}`).
+    pub unit: String,
+    /// The metric's kind.
+    pub kind: MetricKind,
+    /// The point's attributes.
+    pub attributes: Map<String, Value>,
+    /// A sum's or gauge's value (integer or double), or a histogram's or
+    /// summary's sum; NaN when the point has none (a histogram with
+    /// negative measurements may omit its sum).
+    pub value: f64,
+    /// A histogram's or summary's count of measurements; 0 for sums and
+    /// gauges.
+    pub count: u64,
+    /// When the point was taken, in nanoseconds since the Unix epoch.
+    pub time_unix_nano: u64,
+    /// The attributes of the resource that sent it.
+    pub resource: Map<String, Value>,
+    /// The name of the instrumentation scope (the meter's name).
+    pub scope: String,
+}
+
+impl MetricPoint {
+    /// The attribute `key` of the point.
+    pub fn attr(&self, key: &str) -> Option<&Value> {
+        self.attributes.get(key)
+    }
+
+    /// The attribute `key` of the point if it is a string.
+    pub fn attr_str(&self, key: &str) -> Option<&str> {
+        self.attr(key).and_then(Value::as_str)
+    }
+}
+
+/// The kind of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MetricKind {
+    /// A sum (a counter when monotonic, an up-down counter when not).
+    Sum {
+        /// Whether it only grows.
+        monotonic: bool,
+    },
+    /// A gauge.
+    Gauge,
+    /// A histogram with explicit buckets.
+    Histogram,
+    /// An exponential histogram.
+    ExponentialHistogram,
+    /// A summary (quantiles; legacy senders only).
+    Summary,
+}
+
+/// The receiver's state, behind its lock.
+#[derive(Debug, Default)]
+struct Received {
+    spans: Vec<Span>,
+    metrics: Vec<MetricPoint>,
+    requests: usize,
+    failing: Option<HttpStatus>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    received: Mutex<Received>,
+    /// Bumped after every export request: what the waits wake on.
+    arrivals: watch::Sender<u64>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Received> {
+        // Nothing under this lock panics halfway through a change: a
+        // poisoned one holds whole lists still.
+        self.received.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn arrived(&self) {
+        self.arrivals.send_modify(|count| *count += 1);
+    }
+}
+
+/// An OTLP/HTTP receiver on `127.0.0.1`, serving until dropped.
+#[derive(Debug)]
+pub struct Receiver {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Receiver {
+    /// Starts a receiver on a free port of `127.0.0.1`, served by a task on
+    /// the current Tokio runtime. Panics if it cannot listen.
+    pub async fn start() -> Self {
+        let listener = match tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await {
+            Ok(listener) => listener,
+            Err(error) => panic!("the OTLP receiver cannot listen on 127.0.0.1: {error}"),
+        };
+        let addr = match listener.local_addr() {
+            Ok(addr) => addr,
+            Err(error) => panic!("the OTLP receiver's address: {error}"),
+        };
+        let shared = Arc::new(Shared {
+            received: Mutex::default(),
+            arrivals: watch::Sender::new(0),
+        });
+        let app = Router::new()
+            .route("/v1/traces", post(export_traces))
+            .route("/v1/metrics", post(export_metrics))
+            .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .with_state(Arc::clone(&shared));
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            // Ends on a send or a drop of `stop`: when the Receiver goes.
+            let _served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Self {
+            addr,
+            shared,
+            stop: Some(stop),
+        }
+    }
+
+    /// The OTLP/HTTP base URL, `http://127.0.0.1:PORT`: the value for
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`, to which exporters append
+    /// `/v1/traces` and `/v1/metrics` (an endpoint given to an exporter's
+    /// builder in code is used as is: give it [`Receiver::traces_url`]).
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `{endpoint}/v1/traces`: for `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
+    /// a span exporter's `with_endpoint`.
+    pub fn traces_url(&self) -> String {
+        format!("{}/v1/traces", self.endpoint())
+    }
+
+    /// `{endpoint}/v1/metrics`: for `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`
+    /// or a metric exporter's `with_endpoint`.
+    pub fn metrics_url(&self) -> String {
+        format!("{}/v1/metrics", self.endpoint())
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Every span received so far, in arrival order.
+    pub fn spans(&self) -> Vec<Span> {
+        self.shared.lock().spans.clone()
+    }
+
+    /// Every metric data point received so far, in arrival order (each
+    /// export of a cumulative metric repeats it: look at the last).
+    pub fn metrics(&self) -> Vec<MetricPoint> {
+        self.shared.lock().metrics.clone()
+    }
+
+    /// How many export requests arrived (`POST /v1/traces` and
+    /// `POST /v1/metrics`), whatever they were answered: a retried export
+    /// counts each attempt.
+    pub fn requests(&self) -> usize {
+        self.shared.lock().requests
+    }
+
+    /// While `Some(status)`, every export is answered `status` (e.g. 503:
+    /// a collector in trouble; 400: one rejecting the data) and nothing is
+    /// stored. `None` goes back to taking exports. Panics on a status code
+    /// outside 100..=999.
+    pub fn set_failing(&self, status: Option<u16>) {
+        let status = status.map(|code| match HttpStatus::from_u16(code) {
+            Ok(status) => status,
+            Err(error) => panic!("set_failing({code}): not an HTTP status: {error}"),
+        });
+        self.shared.lock().failing = status;
+    }
+
+    /// Waits until `done` holds of every span received, checking again on
+    /// each export that arrives; returns the spans it held of. Panics after
+    /// `bound` with `what` and a dump of every span received, trace by
+    /// trace.
+    pub async fn wait_spans(
+        &self,
+        bound: Duration,
+        what: &str,
+        done: impl Fn(&[Span]) -> bool,
+    ) -> Vec<Span> {
+        let mut arrivals = self.shared.arrivals.subscribe();
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            // Marked seen before looking: an export from here on wakes us.
+            arrivals.borrow_and_update();
+            let spans = self.spans();
+            if done(&spans) {
+                return spans;
+            }
+            if !matches!(
+                tokio::time::timeout_at(deadline, arrivals.changed()).await,
+                Ok(Ok(()))
+            ) {
+                panic!(
+                    "OTLP receiver: {what}: not within {bound:?} ({} export requests received).\n{}",
+                    self.requests(),
+                    dump_spans(&self.spans())
+                );
+            }
+        }
+    }
+
+    /// Waits until `done` holds of every metric point received, checking
+    /// again on each export that arrives; returns the points it held of.
+    /// Panics after `bound` with `what` and a dump of every point received.
+    pub async fn wait_metrics(
+        &self,
+        bound: Duration,
+        what: &str,
+        done: impl Fn(&[MetricPoint]) -> bool,
+    ) -> Vec<MetricPoint> {
+        let mut arrivals = self.shared.arrivals.subscribe();
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            arrivals.borrow_and_update();
+            let points = self.metrics();
+            if done(&points) {
+                return points;
+            }
+            if !matches!(
+                tokio::time::timeout_at(deadline, arrivals.changed()).await,
+                Ok(Ok(()))
+            ) {
+                panic!(
+                    "OTLP receiver: {what}: not within {bound:?} ({} export requests received).\n{}",
+                    self.requests(),
+                    dump_metrics(&self.metrics())
+                );
+            }
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// The encodings of OTLP/HTTP.
+#[derive(Debug, Clone, Copy)]
+enum Encoding {
+    Protobuf,
+    Json,
+}
+
+impl Encoding {
+    fn content_type(self) -> &'static str {
+        match self {
+            Self::Protobuf => "application/x-protobuf",
+            Self::Json => "application/json",
+        }
+    }
+}
+
+/// Why a request is not taken: the status it is answered and a line.
+type Refusal = (HttpStatus, String);
+
+/// The request's encoding, or why it is refused.
+fn encoding(headers: &HeaderMap) -> Result<Encoding, Refusal> {
+    if let Some(coding) = headers.get(header::CONTENT_ENCODING)
+        && !coding.as_bytes().eq_ignore_ascii_case(b"identity")
+    {
+        return Err((
+            HttpStatus::UNSUPPORTED_MEDIA_TYPE,
+            format!("Content-Encoding {coding:?}: the test receiver takes uncompressed bodies"),
+        ));
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    let media_type = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match media_type.as_str() {
+        "application/x-protobuf" => Ok(Encoding::Protobuf),
+        "application/json" => Ok(Encoding::Json),
+        _ => Err((
+            HttpStatus::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "Content-Type {content_type:?}: OTLP/HTTP is application/x-protobuf or application/json"
+            ),
+        )),
+    }
+}
+
+fn refuse(status: HttpStatus, why: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        why,
+    )
+        .into_response()
+}
+
+/// Counts the request, and answers it at once while failing.
+fn admit(shared: &Shared, headers: &HeaderMap) -> Result<Encoding, Refusal> {
+    let failing = {
+        let mut received = shared.lock();
+        received.requests += 1;
+        received.failing
+    };
+    let admitted = match failing {
+        Some(status) => Err((status, "the test receiver is set to fail".into())),
+        None => encoding(headers),
+    };
+    if admitted.is_err() {
+        shared.arrived();
+    }
+    admitted
+}
+
+/// The success answer: an empty `Export*ServiceResponse` in the request's
+/// encoding.
+fn accepted(encoding: Encoding, empty_protobuf: Vec<u8>) -> Response {
+    let body = match encoding {
+        Encoding::Protobuf => empty_protobuf,
+        Encoding::Json => b"{}".to_vec(),
+    };
+    (
+        HttpStatus::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(encoding.content_type()),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+async fn export_traces(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let encoding = match admit(&shared, &headers) {
+        Ok(encoding) => encoding,
+        Err((status, why)) => return refuse(status, why),
+    };
+    let decoded = match encoding {
+        Encoding::Protobuf => {
+            ExportTraceServiceRequest::decode(body.as_ref()).map_err(|error| error.to_string())
+        }
+        Encoding::Json => serde_json::from_slice::<ExportTraceServiceRequest>(&body)
+            .map_err(|error| error.to_string()),
+    };
+    let request = match decoded {
+        Ok(request) => request,
+        Err(error) => {
+            shared.arrived();
+            return refuse(
+                HttpStatus::BAD_REQUEST,
+                format!("not an ExportTraceServiceRequest ({encoding:?}): {error}"),
+            );
+        }
+    };
+    let spans = flatten_spans(request);
+    shared.lock().spans.extend(spans);
+    shared.arrived();
+    accepted(
+        encoding,
+        ExportTraceServiceResponse::default().encode_to_vec(),
+    )
+}
+
+async fn export_metrics(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let encoding = match admit(&shared, &headers) {
+        Ok(encoding) => encoding,
+        Err((status, why)) => return refuse(status, why),
+    };
+    let decoded = match encoding {
+        Encoding::Protobuf => {
+            ExportMetricsServiceRequest::decode(body.as_ref()).map_err(|error| error.to_string())
+        }
+        Encoding::Json => serde_json::from_slice::<ExportMetricsServiceRequest>(&body)
+            .map_err(|error| error.to_string()),
+    };
+    let request = match decoded {
+        Ok(request) => request,
+        Err(error) => {
+            shared.arrived();
+            return refuse(
+                HttpStatus::BAD_REQUEST,
+                format!("not an ExportMetricsServiceRequest ({encoding:?}): {error}"),
+            );
+        }
+    };
+    let points = flatten_metrics(request);
+    shared.lock().metrics.extend(points);
+    shared.arrived();
+    accepted(
+        encoding,
+        ExportMetricsServiceResponse::default().encode_to_vec(),
+    )
+}
+
+fn flatten_spans(request: ExportTraceServiceRequest) -> Vec<Span> {
+    let mut spans = Vec::new();
+    for resource_spans in request.resource_spans {
+        let resource = resource_attributes(resource_spans.resource.as_ref());
+        for scope_spans in resource_spans.scope_spans {
+            let scope = scope_name(scope_spans.scope.as_ref());
+            for span in scope_spans.spans {
+                let (status_code, status_message) = span.status.map_or_else(
+                    || (StatusCode::Unset, String::new()),
+                    |status| (StatusCode::from_otlp(status.code), status.message),
+                );
+                spans.push(Span {
+                    trace_id: hex(&span.trace_id),
+                    span_id: hex(&span.span_id),
+                    parent_span_id: (!span.parent_span_id.is_empty())
+                        .then(|| hex(&span.parent_span_id)),
+                    trace_state: span.trace_state,
+                    name: span.name,
+                    kind: SpanKind::from_otlp(span.kind),
+                    start_unix_nano: span.start_time_unix_nano,
+                    end_unix_nano: span.end_time_unix_nano,
+                    attributes: attributes(&span.attributes),
+                    events: span
+                        .events
+                        .into_iter()
+                        .map(|event| SpanEvent {
+                            attributes: attributes(&event.attributes),
+                            name: event.name,
+                            time_unix_nano: event.time_unix_nano,
+                        })
+                        .collect(),
+                    links: span
+                        .links
+                        .iter()
+                        .map(|link| SpanLink {
+                            trace_id: hex(&link.trace_id),
+                            span_id: hex(&link.span_id),
+                            attributes: attributes(&link.attributes),
+                        })
+                        .collect(),
+                    status_code,
+                    status_message,
+                    resource: resource.clone(),
+                    scope: scope.clone(),
+                    dropped_attributes_count: span.dropped_attributes_count,
+                });
+            }
+        }
+    }
+    spans
+}
+
+fn flatten_metrics(request: ExportMetricsServiceRequest) -> Vec<MetricPoint> {
+    let mut points = Vec::new();
+    for resource_metrics in request.resource_metrics {
+        let resource = resource_attributes(resource_metrics.resource.as_ref());
+        for scope_metrics in resource_metrics.scope_metrics {
+            let scope = scope_name(scope_metrics.scope.as_ref());
+            for metric in scope_metrics.metrics {
+                let point = |kind, attrs: &[KeyValue], value, count, time_unix_nano| MetricPoint {
+                    name: metric.name.clone(),
+                    description: metric.description.clone(),
+                    unit: metric.unit.clone(),
+                    kind,
+                    attributes: attributes(attrs),
+                    value,
+                    count,
+                    time_unix_nano,
+                    resource: resource.clone(),
+                    scope: scope.clone(),
+                };
+                match &metric.data {
+                    Some(metric::Data::Sum(sum)) => {
+                        let kind = MetricKind::Sum {
+                            monotonic: sum.is_monotonic,
+                        };
+                        points.extend(sum.data_points.iter().map(|p| {
+                            point(kind, &p.attributes, number(p.value), 0, p.time_unix_nano)
+                        }));
+                    }
+                    Some(metric::Data::Gauge(gauge)) => {
+                        points.extend(gauge.data_points.iter().map(|p| {
+                            point(
+                                MetricKind::Gauge,
+                                &p.attributes,
+                                number(p.value),
+                                0,
+                                p.time_unix_nano,
+                            )
+                        }));
+                    }
+                    Some(metric::Data::Histogram(histogram)) => {
+                        points.extend(histogram.data_points.iter().map(|p| {
+                            point(
+                                MetricKind::Histogram,
+                                &p.attributes,
+                                p.sum.unwrap_or(f64::NAN),
+                                p.count,
+                                p.time_unix_nano,
+                            )
+                        }));
+                    }
+                    Some(metric::Data::ExponentialHistogram(histogram)) => {
+                        points.extend(histogram.data_points.iter().map(|p| {
+                            point(
+                                MetricKind::ExponentialHistogram,
+                                &p.attributes,
+                                p.sum.unwrap_or(f64::NAN),
+                                p.count,
+                                p.time_unix_nano,
+                            )
+                        }));
+                    }
+                    Some(metric::Data::Summary(summary)) => {
+                        points.extend(summary.data_points.iter().map(|p| {
+                            point(
+                                MetricKind::Summary,
+                                &p.attributes,
+                                p.sum,
+                                p.count,
+                                p.time_unix_nano,
+                            )
+                        }));
+                    }
+                    // A metric without data has no points to keep.
+                    None => {}
+                }
+            }
+        }
+    }
+    points
+}
+
+fn number(value: Option<number_data_point::Value>) -> f64 {
+    match value {
+        Some(number_data_point::Value::AsDouble(value)) => value,
+        // Exact below 2^53: a test's counts are.
+        Some(number_data_point::Value::AsInt(value)) => value as f64,
+        None => f64::NAN,
+    }
+}
+
+fn resource_attributes(resource: Option<&Resource>) -> Map<String, Value> {
+    resource.map_or_else(Map::new, |resource| attributes(&resource.attributes))
+}
+
+fn scope_name(scope: Option<&InstrumentationScope>) -> String {
+    scope.map(|scope| scope.name.clone()).unwrap_or_default()
+}
+
+/// OTLP key-values as a JSON object (a repeated key: the last one wins).
+fn attributes(key_values: &[KeyValue]) -> Map<String, Value> {
+    key_values
+        .iter()
+        .map(|kv| (kv.key.clone(), any_value_to_json(kv.value.as_ref())))
+        .collect()
+}
+
+/// An OTLP `AnyValue` as JSON: a string as a string, an int as an (i64)
+/// number, a double as a number (NaN and the infinities, which JSON has no
+/// numbers for, as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`), a
+/// bool as a bool, an array as an array, a key-value list as an object,
+/// bytes as a lowercase hex string; no value as `null`.
+pub fn any_value_to_json(value: Option<&AnyValue>) -> Value {
+    let Some(value) = value.and_then(|value| value.value.as_ref()) else {
+        return Value::Null;
+    };
+    match value {
+        any_value::Value::StringValue(string) => Value::String(string.clone()),
+        any_value::Value::BoolValue(bool) => Value::Bool(*bool),
+        any_value::Value::IntValue(int) => Value::from(*int),
+        any_value::Value::DoubleValue(double) => serde_json::Number::from_f64(*double).map_or_else(
+            || {
+                Value::String(
+                    if double.is_nan() {
+                        "NaN"
+                    } else if *double > 0.0 {
+                        "Infinity"
+                    } else {
+                        "-Infinity"
+                    }
+                    .into(),
+                )
+            },
+            Value::Number,
+        ),
+        any_value::Value::ArrayValue(array) => Value::Array(
+            array
+                .values
+                .iter()
+                .map(|value| any_value_to_json(Some(value)))
+                .collect(),
+        ),
+        any_value::Value::KvlistValue(list) => Value::Object(attributes(&list.values)),
+        any_value::Value::BytesValue(bytes) => Value::String(hex(bytes)),
+        // An index into a profile's string table: no string without it.
+        any_value::Value::StringValueStrindex(index) => Value::from(*index),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+/// The spans of trace `trace_id` among `spans` as an indented tree, a line a
+/// span: name, kind, span id, an error status, and the attributes in short.
+/// Children are under their parent in start order; a span whose parent is
+/// not among `spans` is a root, marked with the missing parent's id.
+///
+/// ```text
+/// trace 4bf92f3577b34da6a3ce929d0e0e4736 (2 spans)
+///   POST /runs [server] 00f067aa0ba902b7 {http.request.method=POST, http.response.status_code=200}
+///     chat gpt-4o [client] 53995c3f42cd8ad8 ERROR "upstream 503" {gen_ai.system=openai}
+/// ```
+pub fn trace_tree(spans: &[Span], trace_id: &str) -> String {
+    let mut in_trace: Vec<&Span> = spans
+        .iter()
+        .filter(|span| span.trace_id == trace_id)
+        .collect();
+    in_trace.sort_by_key(|span| span.start_unix_nano);
+    let mut out = format!("trace {trace_id} ({} spans)\n", in_trace.len());
+    let ids: BTreeSet<&str> = in_trace.iter().map(|span| span.span_id.as_str()).collect();
+    let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (index, span) in in_trace.iter().enumerate() {
+        match span.parent_span_id.as_deref() {
+            Some(parent) if ids.contains(parent) && parent != span.span_id => {
+                children.entry(parent).or_default().push(index);
+            }
+            _ => roots.push(index),
+        }
+    }
+    let mut shown = vec![false; in_trace.len()];
+    // Depth first, by an explicit stack: (index, depth), last pushed first.
+    let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&index| (index, 1)).collect();
+    loop {
+        while let Some((index, depth)) = stack.pop() {
+            if std::mem::replace(&mut shown[index], true) {
+                continue;
+            }
+            let span = in_trace[index];
+            out.push_str(&"  ".repeat(depth));
+            out.push_str(&span_line(span));
+            if let Some(parent) = &span.parent_span_id
+                && !ids.contains(parent.as_str())
+            {
+                let _ = write!(out, " (parent {parent} not received)");
+            }
+            out.push('\n');
+            if let Some(kids) = children.get(span.span_id.as_str()) {
+                stack.extend(kids.iter().rev().map(|&kid| (kid, depth + 1)));
+            }
+        }
+        // Spans in a parent cycle reach no root: shown, not lost.
+        match shown.iter().position(|shown| !shown) {
+            Some(index) => {
+                out.push_str("  (in a parent cycle:)\n");
+                stack.push((index, 1));
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+fn span_line(span: &Span) -> String {
+    let mut line = format!("{} [{}] {}", span.name, span.kind.label(), span.span_id);
+    match span.status_code {
+        StatusCode::Unset => {}
+        StatusCode::Ok => line.push_str(" OK"),
+        StatusCode::Error => {
+            let _ = write!(line, " ERROR {:?}", span.status_message);
+        }
+    }
+    if !span.attributes.is_empty() {
+        let _ = write!(line, " {}", short_attributes(&span.attributes));
+    }
+    if !span.events.is_empty() {
+        let names: Vec<&str> = span
+            .events
+            .iter()
+            .map(|event| event.name.as_str())
+            .collect();
+        let _ = write!(line, " events={names:?}");
+    }
+    for link in &span.links {
+        let _ = write!(line, " link→{}/{}", link.trace_id, link.span_id);
+    }
+    line
+}
+
+/// `{key=value, …}`: long values cut, at most twelve keys.
+fn short_attributes(attributes: &Map<String, Value>) -> String {
+    const KEYS: usize = 12;
+    const CHARS: usize = 48;
+    let mut parts: Vec<String> = attributes
+        .iter()
+        .take(KEYS)
+        .map(|(key, value)| {
+            let value = match value {
+                Value::String(string) => string.clone(),
+                other => other.to_string(),
+            };
+            if value.chars().count() > CHARS {
+                let cut: String = value.chars().take(CHARS).collect();
+                format!("{key}={cut}…")
+            } else {
+                format!("{key}={value}")
+            }
+        })
+        .collect();
+    if attributes.len() > KEYS {
+        parts.push(format!("…{} more", attributes.len() - KEYS));
+    }
+    format!("{{{}}}", parts.join(", "))
+}
+
+fn dump_spans(spans: &[Span]) -> String {
+    if spans.is_empty() {
+        return "no spans received".into();
+    }
+    let mut traces: Vec<&str> = Vec::new();
+    for span in spans {
+        if !traces.contains(&span.trace_id.as_str()) {
+            traces.push(&span.trace_id);
+        }
+    }
+    let mut out = format!(
+        "{} spans received in {} traces:\n",
+        spans.len(),
+        traces.len()
+    );
+    for trace_id in traces {
+        out.push_str(&trace_tree(spans, trace_id));
+    }
+    if let Some(first) = spans.first() {
+        let _ = write!(
+            out,
+            "resource of the first: {}",
+            short_attributes(&first.resource)
+        );
+    }
+    out
+}
+
+fn dump_metrics(points: &[MetricPoint]) -> String {
+    if points.is_empty() {
+        return "no metric points received".into();
+    }
+    let mut out = format!("{} metric points received:\n", points.len());
+    for point in points {
+        let _ = write!(
+            out,
+            "  {} [{:?}] unit={:?} value={}",
+            point.name, point.kind, point.unit, point.value
+        );
+        if matches!(
+            point.kind,
+            MetricKind::Histogram | MetricKind::ExponentialHistogram | MetricKind::Summary
+        ) {
+            let _ = write!(out, " count={}", point.count);
+        }
+        let _ = writeln!(
+            out,
+            " {} scope={:?}",
+            short_attributes(&point.attributes),
+            point.scope
+        );
+    }
+    out
+}
