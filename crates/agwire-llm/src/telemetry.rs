@@ -17,7 +17,9 @@
 //! OpenTelemetry spans; without it they are ordinary `tracing` spans, and
 //! with no subscriber interested they cost nothing.
 //!
-//! Feature `opentelemetry` adds what `tracing` fields cannot carry: the
+//! Feature `opentelemetry` skips the spans of a trace the sampler dropped
+//! (a span costs microseconds to build even unrecorded), and adds what
+//! `tracing` fields cannot carry: the
 //! finish reasons as a list, `traceparent` on OpenAI-compatible requests
 //! (the global propagator's headers), prompts and completions as the
 //! `gen_ai.client.inference.operation.details` event when captured
@@ -125,7 +127,13 @@ impl<M: ChatModel> ChatModel for Traced<M> {
         } else {
             "internal"
         };
-        let span = tracing::info_span!(
+        // In a trace the sampler dropped, no span: nothing would record it
+        // (the metrics still count the call).
+        let traced = !otel::unsampled();
+        let span = if !traced {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
             "chat",
             otel.name = %format_args!("chat {model}"),
             otel.kind = kind,
@@ -143,7 +151,8 @@ impl<M: ChatModel> ChatModel for Traced<M> {
             gen_ai.usage.output_tokens = Empty,
             gen_ai.response.time_to_first_chunk = Empty,
             error.type = Empty,
-        );
+            )
+        };
         let observed = Observed {
             span: span.clone(),
             started: Instant::now(),
@@ -151,7 +160,7 @@ impl<M: ChatModel> ChatModel for Traced<M> {
             done: false,
             provider: self.info.provider.clone(),
             model,
-            input: capture_content().then(|| content::input(&request.messages)),
+            input: (traced && capture_content()).then(|| content::input(&request.messages)),
             output: content::Output::default(),
             usage: None,
         };
@@ -438,6 +447,15 @@ mod otel {
         }
     }
 
+    /// Whether the current span is in a trace the sampler dropped.
+    pub(super) fn unsampled() -> bool {
+        use opentelemetry::trace::TraceContextExt as _;
+        let context = tracing::Span::current().context();
+        let span = context.span();
+        let span = span.span_context();
+        span.is_valid() && !span.is_sampled()
+    }
+
     /// The global propagator's headers for the current span's context.
     pub(super) fn headers() -> Vec<(String, String)> {
         struct Headers(Vec<(String, String)>);
@@ -467,6 +485,10 @@ mod otel {
 
     pub(super) fn headers() -> Vec<(String, String)> {
         Vec::new()
+    }
+
+    pub(super) fn unsampled() -> bool {
+        false
     }
 }
 
@@ -591,6 +613,9 @@ mod metrics {
 /// [`crate::agui::ToolLoop`].
 #[cfg(feature = "agui")]
 pub(crate) fn tool_span(call: &crate::ToolCall) -> tracing::Span {
+    if otel::unsampled() {
+        return tracing::Span::none();
+    }
     let span = tracing::info_span!(
         "execute_tool",
         otel.name = %format_args!("execute_tool {}", call.name),

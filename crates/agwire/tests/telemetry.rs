@@ -686,3 +686,81 @@ async fn without_an_endpoint_nothing_is_exported_or_stamped() {
         .unwrap();
     assert!(!text.contains("agwire_otel"), "{text}");
 }
+
+/// A caller whose trace is not sampled (`traceparent` flags `00`): the run
+/// is not exported — no span of its trace reaches the collector, though a
+/// sampled run after it does — yet the provider still hears the trace
+/// (flags `00`, so it does not sample either), and RUN_STARTED names none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_the_caller_did_not_sample_is_not_exported_but_still_propagated() {
+    let receiver = Receiver::start().await;
+    let (provider, seen) = fake_provider(Arc::default()).await;
+    let env = traced_env(&receiver, &provider);
+    let server = serve(&data_dir("telemetry-unsampled"), &[], &borrowed(&env));
+    let base = &server.base;
+    let client = reqwest::Client::new();
+    let mut rng =
+        seeded_rng("a_trace_the_caller_did_not_sample_is_not_exported_but_still_propagated");
+    let (unsampled, parent) = caller(&mut rng);
+    let thread = uuid::Uuid::new_v4().to_string();
+    let status = client
+        .post(format!("{base}/api/v1/agent/runs"))
+        .header("traceparent", format!("00-{unsampled}-{parent}-00"))
+        .json(&body(&thread, "unsampled-1", "what time is it?"))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status.as_u16(), 202);
+    assert_eq!(
+        wait_final(&client, base, "unsampled-1").await["status"],
+        "succeeded"
+    );
+    let events = checked_log(&client, base, &thread, "unsampled-1").await;
+    let Some(Event::RunStarted(started)) = events.first() else {
+        panic!("{events:?}");
+    };
+    assert!(started.base.metadata.is_none(), "{started:?}");
+    let told: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, t)| t.clone().expect("traceparent sent"))
+        .collect();
+    assert_eq!(told.len(), 3);
+    for traceparent in &told {
+        assert!(
+            traceparent.starts_with(&format!("00-{unsampled}-")) && traceparent.ends_with("-00"),
+            "{traceparent}"
+        );
+    }
+
+    // A sampled run after it: once its trace has arrived, the unsampled
+    // one's spans (ended earlier) would have too.
+    let (sampled, parent) = caller(&mut rng);
+    let thread = uuid::Uuid::new_v4().to_string();
+    assert_eq!(
+        post_traced(
+            &client,
+            base,
+            &body(&thread, "sampled-1", "what time is it?"),
+            &sampled,
+            &parent
+        )
+        .await,
+        202
+    );
+    wait_final(&client, base, "sampled-1").await;
+    let spans = whole_run(&receiver, &sampled, 3).await;
+    assert!(!spans.is_empty());
+    let leaked: Vec<String> = receiver
+        .spans()
+        .iter()
+        .filter(|s| s.trace_id == unsampled)
+        .map(|s| s.name.clone())
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "spans of an unsampled trace exported: {leaked:?}"
+    );
+}

@@ -177,6 +177,14 @@ impl Telemetry {
             return tracing::Span::none();
         };
         let input = &run.input;
+        let parent = run.options.trace_parent.as_deref().map(extract);
+        // A trace the sampler dropped: a bare span, there only so that the
+        // run's model calls know (and skip their own).
+        if let Some(parent) = parent.as_ref().filter(|p| !sampled(p)) {
+            let span = tracing::info_span!(target: OTEL_TARGET, parent: None, "ag_ui.run");
+            let _ = span.set_parent(parent.clone());
+            return span;
+        }
         let span = tracing::info_span!(
             target: OTEL_TARGET,
             parent: None,
@@ -192,8 +200,8 @@ impl Telemetry {
             ag_ui.run.outcome = tracing::field::Empty,
             ag_ui.run.event_count = tracing::field::Empty,
         );
-        if let Some(parent) = run.options.trace_parent.as_deref() {
-            let _ = span.set_parent(extract(parent));
+        if let Some(parent) = parent {
+            let _ = span.set_parent(parent);
         }
         if let Some((key, value)) = inner.user.attribute(&run.user_id) {
             span.set_attribute(key, value);
@@ -213,9 +221,12 @@ impl Telemetry {
         if self.0.is_none() {
             return tracing::Span::none();
         }
-        let Some(parent) = run.options.trace_parent.as_deref() else {
+        let Some(parent) = run.options.trace_parent.as_deref().map(extract) else {
             return tracing::Span::none();
         };
+        if !sampled(&parent) {
+            return tracing::Span::none();
+        }
         let request = tracing::Span::current().context();
         let span = tracing::info_span!(
             target: OTEL_TARGET,
@@ -226,7 +237,7 @@ impl Telemetry {
             ag_ui.run_id = %run.run_id,
             ag_ui.stream.after = i64::try_from(after).unwrap_or(i64::MAX),
         );
-        let _ = span.set_parent(extract(parent));
+        let _ = span.set_parent(parent);
         span.add_link(request.span().span_context().clone());
         span
     }
@@ -321,6 +332,11 @@ fn traceparent(span: &opentelemetry::trace::SpanContext) -> String {
         span.span_id(),
         span.trace_flags().to_u8()
     )
+}
+
+/// Whether `context`'s trace is sampled.
+fn sampled(context: &opentelemetry::Context) -> bool {
+    context.span().span_context().is_sampled()
 }
 
 /// The context a `traceparent` names.
