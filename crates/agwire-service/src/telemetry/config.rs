@@ -267,3 +267,87 @@ impl Settings {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn config(toml: &str) -> TelemetryConfig {
+        crate::config::Config::parse(&format!("[telemetry]\n{toml}\n"))
+            .unwrap()
+            .telemetry
+    }
+
+    /// Whether the environment names an endpoint (then the file's is not
+    /// the one that decides, and these cases do not apply).
+    fn endpoint_in_env() -> bool {
+        var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+            || var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+            || var("OTEL_SDK_DISABLED").is_some()
+            || var("OTEL_EXPORTER_OTLP_PROTOCOL").is_some()
+            || var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").is_some()
+    }
+
+    #[test]
+    fn without_an_endpoint_telemetry_is_off() {
+        if endpoint_in_env() {
+            return;
+        }
+        assert!(Settings::resolve(&config("")).unwrap().is_none());
+        assert!(
+            Settings::resolve(&config("endpoint = \" \""))
+                .unwrap()
+                .is_none()
+        );
+        let on = Settings::resolve(&config("endpoint = \"http://collector:4318/\""))
+            .unwrap()
+            .unwrap();
+        assert_eq!(on.endpoint.as_deref(), Some("http://collector:4318"));
+        assert_eq!(on.protocol, Protocol::Protobuf);
+    }
+
+    #[test]
+    fn a_setting_the_exporter_cannot_honour_is_refused_by_name() {
+        if endpoint_in_env() {
+            return;
+        }
+        for (bad, why) in [
+            ("protocol = \"grpc\"", "not built into agwire"),
+            ("protocol = \"thrift\"", "unknown OTLP protocol"),
+            ("sampler = \"sometimes\"", "unknown telemetry.sampler"),
+            ("sampler_ratio = 1.5", "between 0 and 1"),
+        ] {
+            let with = config(&format!("endpoint = \"http://localhost:4318\"\n{bad}"));
+            let error = Settings::resolve(&with).unwrap_err().to_string();
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+        let error = Settings::resolve(&config("endpoint = \"localhost:4318\""))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("http:// or https://"), "{error}");
+        let refused =
+            crate::config::Config::parse("[telemetry]\nusers = \"hashed\"\n").unwrap_err();
+        assert!(refused.to_string().contains("users"), "{refused}");
+        let refused = crate::config::Config::parse("[telemetry]\nuser = \"masked\"\n").unwrap_err();
+        assert!(refused.to_string().contains("masked"), "{refused}");
+    }
+
+    #[test]
+    fn the_user_is_hashed_unless_told_otherwise() {
+        let hashed = UserAttribute::Hashed.attribute("alice").unwrap();
+        assert_eq!(hashed.0, "enduser.pseudo.id");
+        // sha256("alice")
+        assert_eq!(
+            hashed.1,
+            "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90"
+        );
+        assert_eq!(
+            UserAttribute::Plain.attribute("alice"),
+            Some(("enduser.id", "alice".to_owned()))
+        );
+        assert_eq!(UserAttribute::Omitted.attribute("alice"), None);
+        assert_eq!(config("user = \"omitted\"").user, UserAttribute::Omitted);
+    }
+}
