@@ -570,6 +570,30 @@ fn accepted(encoding: Encoding, empty_protobuf: Vec<u8>) -> Response {
         .into_response()
 }
 
+/// An export request's body in its encoding, or the 400 that refuses it
+/// (counted as arrived: a wait sees the refusal).
+fn decode<T>(
+    shared: &Shared,
+    encoding: Encoding,
+    body: &[u8],
+    what: &str,
+) -> Result<T, Box<Response>>
+where
+    T: prost::Message + Default + serde::de::DeserializeOwned,
+{
+    let decoded = match encoding {
+        Encoding::Protobuf => T::decode(body).map_err(|error| error.to_string()),
+        Encoding::Json => serde_json::from_slice::<T>(body).map_err(|error| error.to_string()),
+    };
+    decoded.map_err(|error| {
+        shared.arrived();
+        Box::new(refuse(
+            HttpStatus::BAD_REQUEST,
+            format!("not an {what} ({encoding:?}): {error}"),
+        ))
+    })
+}
+
 async fn export_traces(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
@@ -579,22 +603,14 @@ async fn export_traces(
         Ok(encoding) => encoding,
         Err((status, why)) => return refuse(status, why),
     };
-    let decoded = match encoding {
-        Encoding::Protobuf => {
-            ExportTraceServiceRequest::decode(body.as_ref()).map_err(|error| error.to_string())
-        }
-        Encoding::Json => serde_json::from_slice::<ExportTraceServiceRequest>(&body)
-            .map_err(|error| error.to_string()),
-    };
-    let request = match decoded {
+    let request = match decode::<ExportTraceServiceRequest>(
+        &shared,
+        encoding,
+        &body,
+        "ExportTraceServiceRequest",
+    ) {
         Ok(request) => request,
-        Err(error) => {
-            shared.arrived();
-            return refuse(
-                HttpStatus::BAD_REQUEST,
-                format!("not an ExportTraceServiceRequest ({encoding:?}): {error}"),
-            );
-        }
+        Err(refused) => return *refused,
     };
     let spans = flatten_spans(request);
     shared.lock().spans.extend(spans);
@@ -614,22 +630,14 @@ async fn export_metrics(
         Ok(encoding) => encoding,
         Err((status, why)) => return refuse(status, why),
     };
-    let decoded = match encoding {
-        Encoding::Protobuf => {
-            ExportMetricsServiceRequest::decode(body.as_ref()).map_err(|error| error.to_string())
-        }
-        Encoding::Json => serde_json::from_slice::<ExportMetricsServiceRequest>(&body)
-            .map_err(|error| error.to_string()),
-    };
-    let request = match decoded {
+    let request = match decode::<ExportMetricsServiceRequest>(
+        &shared,
+        encoding,
+        &body,
+        "ExportMetricsServiceRequest",
+    ) {
         Ok(request) => request,
-        Err(error) => {
-            shared.arrived();
-            return refuse(
-                HttpStatus::BAD_REQUEST,
-                format!("not an ExportMetricsServiceRequest ({encoding:?}): {error}"),
-            );
-        }
+        Err(refused) => return *refused,
     };
     let points = flatten_metrics(request);
     shared.lock().metrics.extend(points);

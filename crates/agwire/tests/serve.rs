@@ -502,69 +502,9 @@ async fn calendar_times_follow_the_device_then_the_profile_then_utc_never_the_se
     assert_eq!(health["agent"], "scripted");
 }
 
-/// A fake OpenAI-compatible provider: routes to the calendar agent, then
-/// calls `get_current_time`, then answers with what the tool said — the
-/// requests it saw are kept.
-async fn fake_provider() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
-    use axum::body::{Body, Bytes};
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
-    let record = seen.clone();
-    let handler = move |body: Bytes| {
-        let record = record.clone();
-        async move {
-            let request: Value = serde_json::from_slice(&body).unwrap();
-            record.lock().unwrap().push(request.clone());
-            let chunk = |delta: Value, finish: Value| {
-                format!(
-                    "data: {}\n\n",
-                    json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "fake-model",
-                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-                )
-            };
-            let last_is_tool =
-                request["messages"].as_array().unwrap().last().unwrap()["role"] == "tool";
-            let text = if request.get("response_format").is_some() {
-                chunk(
-                    json!({"content": "{\"agent\": \"calendar\"}"}),
-                    json!("stop"),
-                )
-            } else if last_is_tool {
-                let tool = request["messages"].as_array().unwrap().last().unwrap()["content"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned();
-                let now: Value = serde_json::from_str(&tool).unwrap();
-                chunk(
-                    json!({"content": format!("It is {} where you are.", now["now"].as_str().unwrap())}),
-                    Value::Null,
-                ) + &chunk(json!({}), json!("stop"))
-            } else {
-                chunk(
-                    json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_current_time", "arguments": ""}}]}),
-                    Value::Null,
-                ) + &chunk(
-                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
-                    Value::Null,
-                ) + &chunk(json!({}), json!("tool_calls"))
-            };
-            let text = text
-                + "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake-model\",\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":8,\"total_tokens\":28}}\n\ndata: [DONE]\n\n";
-            axum::response::Response::builder()
-                .header("content-type", "text/event-stream")
-                .body(Body::from(text))
-                .unwrap()
-        }
-    };
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(handler));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}/v1"), seen)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_holds_a_conversation_with_tools_on_an_openai_compatible_provider() {
-    let (url, seen) = fake_provider().await;
+    let (url, seen) = common::fake_provider(None).await;
     let client = reqwest::Client::new();
     let dir = data_dir("provider");
     let server = serve(
@@ -607,7 +547,12 @@ async fn serve_holds_a_conversation_with_tools_on_an_openai_compatible_provider(
         "It is 2026-03-16T17:12:33+01:00 where you are."
     );
     // Three calls reached the provider, authenticated, as the model named.
-    let seen = seen.lock().unwrap().clone();
+    let seen: Vec<Value> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(body, _)| body.clone())
+        .collect();
     assert_eq!(seen.len(), 3);
     assert!(
         seen.iter()

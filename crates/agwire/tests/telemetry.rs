@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agwire_client::core::Event;
@@ -23,75 +23,6 @@ use common::{body, checked_log, data_dir, get, seeded_rng, serve, serve_logging_
 /// How long the spans of one run may take to reach the receiver (the
 /// batch processor exports every 50 ms here).
 const ARRIVAL: Duration = Duration::from_secs(60);
-
-/// What the fake provider saw of each request: its body and its
-/// `traceparent`.
-type Seen = Arc<Mutex<Vec<(Value, Option<String>)>>>;
-
-/// A fake OpenAI-compatible provider: routes to the calendar agent, then
-/// calls `get_current_time`, then answers with what the tool said. A user
-/// message saying `hold` waits for `release` before its first answer.
-async fn fake_provider(release: Arc<tokio::sync::Notify>) -> (String, Seen) {
-    use axum::body::{Body, Bytes};
-    use axum::http::HeaderMap;
-    let seen: Seen = Arc::default();
-    let record = seen.clone();
-    let handler = move |headers: HeaderMap, body: Bytes| {
-        let record = record.clone();
-        let release = release.clone();
-        async move {
-            let request: Value = serde_json::from_slice(&body).unwrap();
-            let traceparent = headers
-                .get("traceparent")
-                .map(|v| v.to_str().unwrap().to_owned());
-            record.lock().unwrap().push((request.clone(), traceparent));
-            let messages = request["messages"].as_array().unwrap();
-            if messages
-                .iter()
-                .any(|m| m["content"].to_string().contains("hold"))
-                && request.get("response_format").is_some()
-            {
-                release.notified().await;
-            }
-            let chunk = |delta: Value, finish: Value| {
-                format!(
-                    "data: {}\n\n",
-                    json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "fake-model",
-                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-                )
-            };
-            let last_is_tool = messages.last().unwrap()["role"] == "tool";
-            let text = if request.get("response_format").is_some() {
-                chunk(
-                    json!({"content": "{\"agent\": \"calendar\"}"}),
-                    json!("stop"),
-                )
-            } else if last_is_tool {
-                chunk(json!({"content": "Here is the time."}), Value::Null)
-                    + &chunk(json!({}), json!("stop"))
-            } else {
-                chunk(
-                    json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_current_time", "arguments": ""}}]}),
-                    Value::Null,
-                ) + &chunk(
-                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
-                    Value::Null,
-                ) + &chunk(json!({}), json!("tool_calls"))
-            };
-            let text = text
-                + "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake-model\",\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":8,\"total_tokens\":28}}\n\ndata: [DONE]\n\n";
-            axum::response::Response::builder()
-                .header("content-type", "text/event-stream")
-                .body(Body::from(text))
-                .unwrap()
-        }
-    };
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(handler));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}/v1"), seen)
-}
 
 /// The environment of a traced `agwire serve`: the receiver, quick
 /// exports, the fake provider.
@@ -253,7 +184,7 @@ fn check_run_tree(spans: &[Span], parent: &str, run_id: &str, events: usize) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_posted_with_a_traceparent_is_one_trace_at_the_collector() {
     let receiver = Receiver::start().await;
-    let (provider, seen) = fake_provider(Arc::default()).await;
+    let (provider, seen) = common::fake_provider(None).await;
     let dir = data_dir("telemetry");
     let config = dir.join("agwire.toml");
     std::fs::write(
@@ -438,7 +369,7 @@ async fn two_replicas_on_postgresql_continue_one_trace() {
     };
     let receiver = Receiver::start().await;
     let release = Arc::new(tokio::sync::Notify::new());
-    let (provider, _seen) = fake_provider(release.clone()).await;
+    let (provider, _seen) = common::fake_provider(Some(release.clone())).await;
     let dir = data_dir("telemetry-replicas");
     let one_place = dir.join("one-place.toml");
     std::fs::write(
@@ -587,7 +518,7 @@ async fn a_collector_that_is_down_costs_no_run_and_its_drops_are_counted() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap()
     };
-    let (provider, _seen) = fake_provider(Arc::default()).await;
+    let (provider, _seen) = common::fake_provider(None).await;
     let endpoint = format!("http://{closed}");
     let env = [
         ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
@@ -647,7 +578,7 @@ async fn a_collector_that_is_down_costs_no_run_and_its_drops_are_counted() {
 /// provider, no span counters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_an_endpoint_nothing_is_exported_or_stamped() {
-    let (provider, seen) = fake_provider(Arc::default()).await;
+    let (provider, seen) = common::fake_provider(None).await;
     let env = [
         ("AGWIRE_LLM_BASE_URL", provider.as_str()),
         ("AGWIRE_LLM_MODEL", "fake-model"),
@@ -694,7 +625,7 @@ async fn without_an_endpoint_nothing_is_exported_or_stamped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trace_the_caller_did_not_sample_is_not_exported_but_still_propagated() {
     let receiver = Receiver::start().await;
-    let (provider, seen) = fake_provider(Arc::default()).await;
+    let (provider, seen) = common::fake_provider(None).await;
     let env = traced_env(&receiver, &provider);
     let server = serve(&data_dir("telemetry-unsampled"), &[], &borrowed(&env));
     let base = &server.base;

@@ -237,3 +237,80 @@ pub(crate) async fn wait_final(client: &reqwest::Client, base: &str, run: &str) 
     }
     panic!("{run} never ended");
 }
+
+/// What a fake provider saw of each request: its body and its
+/// `traceparent`.
+pub(crate) type Seen = std::sync::Arc<std::sync::Mutex<Vec<(Value, Option<String>)>>>;
+
+/// A fake OpenAI-compatible provider: routes to the calendar agent, then
+/// calls `get_current_time`, then answers with what the tool said; every
+/// request is kept. With `hold`, a router call for a user message saying
+/// `hold` waits for it to be notified before answering.
+pub(crate) async fn fake_provider(
+    hold: Option<std::sync::Arc<tokio::sync::Notify>>,
+) -> (String, Seen) {
+    use axum::body::{Body, Bytes};
+    use axum::http::HeaderMap;
+    let seen = Seen::default();
+    let record = seen.clone();
+    let handler = move |headers: HeaderMap, body: Bytes| {
+        let record = record.clone();
+        let hold = hold.clone();
+        async move {
+            let request: Value = serde_json::from_slice(&body).unwrap();
+            let traceparent = headers
+                .get("traceparent")
+                .map(|v| v.to_str().unwrap().to_owned());
+            record.lock().unwrap().push((request.clone(), traceparent));
+            let messages = request["messages"].as_array().unwrap();
+            let routing = request.get("response_format").is_some();
+            if let Some(hold) = hold
+                && routing
+                && messages
+                    .iter()
+                    .any(|m| m["content"].to_string().contains("hold"))
+            {
+                hold.notified().await;
+            }
+            let chunk = |delta: Value, finish: Value| {
+                format!(
+                    "data: {}\n\n",
+                    json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "fake-model",
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                )
+            };
+            let last = messages.last().unwrap();
+            let text = if routing {
+                chunk(
+                    json!({"content": "{\"agent\": \"calendar\"}"}),
+                    json!("stop"),
+                )
+            } else if last["role"] == "tool" {
+                let now: Value = serde_json::from_str(last["content"].as_str().unwrap()).unwrap();
+                chunk(
+                    json!({"content": format!("It is {} where you are.", now["now"].as_str().unwrap())}),
+                    Value::Null,
+                ) + &chunk(json!({}), json!("stop"))
+            } else {
+                chunk(
+                    json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_current_time", "arguments": ""}}]}),
+                    Value::Null,
+                ) + &chunk(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+                    Value::Null,
+                ) + &chunk(json!({}), json!("tool_calls"))
+            };
+            let text = text
+                + "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake-model\",\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":8,\"total_tokens\":28}}\n\ndata: [DONE]\n\n";
+            axum::response::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from(text))
+                .unwrap()
+        }
+    };
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(handler));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/v1"), seen)
+}
