@@ -3,7 +3,11 @@
 # (execution held: the built-in agent waits an hour per token), one replica
 # or two on one database, wrk -c16 POST → 202 for SECS seconds: cores used
 # by PostgreSQL's backends (every `postgres` process) and by the replicas,
-# from /proc (utime + stime), and their CPU time per accepted run.
+# from /proc (utime + stime), and their CPU time per accepted run. Then,
+# on the same database and server, with the replicas stopped: PostgreSQL's
+# CPU per accept for the same rows written by pgbench (bench/pg_floor/
+# accept.sql, -c16 -j2), the floor the service's figure is held to, and
+# their ratio (issue 47's goal: at most 1.2).
 # Usage: bench/pg_split.sh [replicas (2)] [seconds (10)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,10 +52,25 @@ wait "${WRKS[@]}"
 pg1=$(ticks $(postgres)); rep1=$(ticks "${PIDS[@]}")
 runs=$(cat "$WORK"/wrk-* | awk '/^ +[0-9]+ requests in/ {s += $1} END {print s}')
 if grep -q "Non-2xx" "$WORK"/wrk-*; then echo "non-2xx answers" >&2; exit 1; fi
-python3 - "$SECS" "$HZ" "$runs" "$((pg1 - pg0))" "$((rep1 - rep0))" "$N" <<'PY'
+# The floor: the same rows by pgbench, nothing else running.
+for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+for pid in "${PIDS[@]}"; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done
+PIDS=()
+# pgbench's backends exit with it: their CPU is then in the postmaster's
+# children's time (cutime + cstime), added here to the live processes'.
+pg_total() { echo $(( $(ticks $(postgres)) + $(awk '{print $16 + $17}' "/proc/$(pgrep -o -x postgres)/stat") )); }
+f0=$(pg_total)
+floor=$(pgbench -n -c 16 -j 2 -T "$SECS" -f bench/pg_floor/accept.sql "$URL" 2>/dev/null | awk '/^number of transactions actually processed/ {print $NF}' | cut -d/ -f1)
+f1=$(pg_total)
+python3 - "$SECS" "$HZ" "$runs" "$((pg1 - pg0))" "$((rep1 - rep0))" "$N" "$floor" "$((f1 - f0))" <<'PY'
 import sys
 secs, hz, runs, pg, rep, n = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+floor, floor_pg = int(sys.argv[7]), int(sys.argv[8])
+service = pg / hz / runs * 1e6
 print(f"{n} replica(s), accepts alone: {runs / secs:.0f} runs/s")
-print(f"  PostgreSQL backends {pg / hz / secs:.2f} cores ({pg / hz / runs * 1e6:.0f} us per run), "
+print(f"  PostgreSQL backends {pg / hz / secs:.2f} cores ({service:.0f} us per run), "
       f"replicas {rep / hz / secs:.2f} cores ({rep / hz / runs * 1e6:.0f} us per run)")
+floor_us = floor_pg / hz / floor * 1e6
+print(f"  floor (bench/pg_floor/accept.sql, pgbench -c16 -j2): {floor / secs:.0f} accepts/s, "
+      f"PostgreSQL {floor_us:.0f} us per accept; the service's = {service / floor_us:.2f}x the floor's")
 PY
