@@ -25,7 +25,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
 use crate::common;
-use common::{Serve, body, checked_log, data_dir, get, seeded_rng, serve};
+use common::{Serve, body, checked_log, data_dir, get, seeded_rng, serve, until};
 
 const RUNS: usize = 300;
 const LEASE_SECONDS: u64 = 3;
@@ -122,19 +122,6 @@ async fn follow(
                 }
             }
         }
-    }
-}
-
-/// Polls `condition` every 20 ms until it holds; fails after `bound`.
-async fn until<F: Future<Output = bool>>(
-    what: &str,
-    bound: Duration,
-    mut condition: impl FnMut() -> F,
-) {
-    let deadline = Instant::now() + bound;
-    while !condition().await {
-        assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

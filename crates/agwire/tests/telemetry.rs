@@ -18,7 +18,9 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use crate::common;
-use common::{body, checked_log, data_dir, get, seeded_rng, serve, serve_logging_to, wait_final};
+use common::{
+    body, checked_log, data_dir, get, seeded_rng, serve, serve_logging_to, until, wait_final,
+};
 
 /// How long the spans of one run may take to reach the receiver (the
 /// batch processor exports every 50 ms here).
@@ -95,6 +97,19 @@ async fn whole_run(receiver: &Receiver, trace: &str, chats: usize) -> Vec<Span> 
         })
         .await;
     spans.into_iter().filter(|s| s.trace_id == trace).collect()
+}
+
+/// Every span received once a log reader's span of `trace` has arrived,
+/// and that span.
+async fn reader_span(receiver: &Receiver, trace: &str) -> (Vec<Span>, Span) {
+    let is_reader = |s: &Span| s.trace_id == trace && s.name == "ag_ui.run.stream";
+    let spans = receiver
+        .wait_spans(ARRIVAL, "a log reader's span", |spans| {
+            spans.iter().any(is_reader)
+        })
+        .await;
+    let stream = spans.iter().find(|s| is_reader(s)).unwrap().clone();
+    (spans, stream)
 }
 
 /// The run's spans as one tree, checked: request (child of the caller) →
@@ -293,17 +308,7 @@ async fn a_run_posted_with_a_traceparent_is_one_trace_at_the_collector() {
     }
 
     // Reading the log continued the run's trace, linked to that request.
-    let spans = receiver
-        .wait_spans(ARRIVAL, "the log reader's span", |spans| {
-            spans
-                .iter()
-                .any(|s| s.trace_id == trace && s.name == "ag_ui.run.stream")
-        })
-        .await;
-    let stream = spans
-        .iter()
-        .find(|s| s.trace_id == trace && s.name == "ag_ui.run.stream")
-        .unwrap();
+    let (spans, stream) = reader_span(&receiver, &trace).await;
     assert_eq!(
         stream.parent_span_id.as_deref(),
         Some(post.span_id.as_str())
@@ -368,8 +373,8 @@ async fn two_replicas_on_postgresql_continue_one_trace() {
         return;
     };
     let receiver = Receiver::start().await;
-    let release = Arc::new(tokio::sync::Notify::new());
-    let (provider, _seen) = common::fake_provider(Some(release.clone())).await;
+    let hold = Arc::new(common::Hold::default());
+    let (provider, _seen) = common::fake_provider(Some(hold.clone())).await;
     let dir = data_dir("telemetry-replicas");
     let one_place = dir.join("one-place.toml");
     std::fs::write(
@@ -400,15 +405,9 @@ async fn two_replicas_on_postgresql_continue_one_trace() {
         common::post(&client, &a.base, &body(&held, "held-1", "hold")).await,
         202
     );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let run = get(&client, &a.base, "/api/v1/agent/runs/held-1").await;
-        if run["status"] == "running" {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{run}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    tokio::time::timeout(Duration::from_secs(60), hold.arrived.notified())
+        .await
+        .expect("the held run's router call reached the provider within 60 s");
 
     let (trace, parent) = caller(&mut rng);
     let thread = uuid::Uuid::new_v4().to_string();
@@ -420,8 +419,7 @@ async fn two_replicas_on_postgresql_continue_one_trace() {
     let status = wait_final(&client, &b.base, "across-1").await;
     assert_eq!(status["status"], "succeeded", "{status}");
     let events = checked_log(&client, &b.base, &thread, "across-1").await;
-    release.notify_waiters();
-    release.notify_one();
+    hold.release.notify_one();
 
     let spans = whole_run(&receiver, &trace, 3).await;
     let run = check_run_tree(&spans, &parent, "across-1", events.len());
@@ -446,18 +444,8 @@ async fn two_replicas_on_postgresql_continue_one_trace() {
     let end = one(&spans, "end write", |s| s.name == "end_run postgresql");
     assert_eq!(end.parent_span_id.as_deref(), Some(run.span_id.as_str()));
     // B's reader of the log: in the run's trace.
-    let spans = receiver
-        .wait_spans(ARRIVAL, "B's log reader", |spans| {
-            spans
-                .iter()
-                .any(|s| s.trace_id == trace && s.name == "ag_ui.run.stream")
-        })
-        .await;
-    let stream = spans
-        .iter()
-        .find(|s| s.trace_id == trace && s.name == "ag_ui.run.stream")
-        .unwrap();
-    assert_eq!(instance(stream), instance(&run));
+    let (_, stream) = reader_span(&receiver, &trace).await;
+    assert_eq!(instance(&stream), instance(&run));
     assert_eq!(
         stream.parent_span_id.as_deref(),
         Some(post.span_id.as_str())
@@ -548,23 +536,22 @@ async fn a_collector_that_is_down_costs_no_run_and_its_drops_are_counted() {
             .parse()
             .unwrap()
     };
-    let deadline = tokio::time::Instant::now() + ARRIVAL;
-    let text = loop {
-        let text = client
+    let metrics = || async {
+        client
             .get(format!("{base}/metrics"))
             .send()
             .await
             .unwrap()
             .text()
             .await
-            .unwrap();
-        // Each run's request, run, three model and one tool span at least.
-        if dropped(&text, "export_failed") >= 18 {
-            break text;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{text}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+            .unwrap()
     };
+    // Each run's request, run, three model and one tool span at least.
+    until("18 spans counted as export_failed", ARRIVAL, || async {
+        dropped(&metrics().await, "export_failed") >= 18
+    })
+    .await;
+    let text = metrics().await;
     assert!(
         text.contains("agwire_otel_spans_exported_total 0\n"),
         "{text}"

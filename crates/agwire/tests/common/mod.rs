@@ -242,13 +242,20 @@ pub(crate) async fn wait_final(client: &reqwest::Client, base: &str, run: &str) 
 /// `traceparent`.
 pub(crate) type Seen = std::sync::Arc<std::sync::Mutex<Vec<(Value, Option<String>)>>>;
 
+/// Where a fake provider holds a router call for a user message saying
+/// `hold`: it says the call arrived, then waits to be released.
+#[derive(Default)]
+pub(crate) struct Hold {
+    /// Notified when a held call arrives (the run is executing).
+    pub(crate) arrived: tokio::sync::Notify,
+    /// Notified to let the held call answer.
+    pub(crate) release: tokio::sync::Notify,
+}
+
 /// A fake OpenAI-compatible provider: routes to the calendar agent, then
 /// calls `get_current_time`, then answers with what the tool said; every
-/// request is kept. With `hold`, a router call for a user message saying
-/// `hold` waits for it to be notified before answering.
-pub(crate) async fn fake_provider(
-    hold: Option<std::sync::Arc<tokio::sync::Notify>>,
-) -> (String, Seen) {
+/// request is kept. With `hold`, see [`Hold`].
+pub(crate) async fn fake_provider(hold: Option<std::sync::Arc<Hold>>) -> (String, Seen) {
     use axum::body::{Body, Bytes};
     use axum::http::HeaderMap;
     let seen = Seen::default();
@@ -270,7 +277,8 @@ pub(crate) async fn fake_provider(
                     .iter()
                     .any(|m| m["content"].to_string().contains("hold"))
             {
-                hold.notified().await;
+                hold.arrived.notify_one();
+                hold.release.notified().await;
             }
             let chunk = |delta: Value, finish: Value| {
                 format!(
@@ -313,4 +321,20 @@ pub(crate) async fn fake_provider(
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (format!("http://{addr}/v1"), seen)
+}
+
+/// Polls `condition` every 20 ms until it holds; fails after `bound`.
+pub(crate) async fn until<F: std::future::Future<Output = bool>>(
+    what: &str,
+    bound: Duration,
+    mut condition: impl FnMut() -> F,
+) {
+    let deadline = std::time::Instant::now() + bound;
+    while !condition().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {bound:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
