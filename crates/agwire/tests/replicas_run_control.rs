@@ -2,7 +2,8 @@
 //! database: per-user quotas counted once for both (a burst posted to both
 //! accepts exactly the quota; a user past the day's tokens on one replica is
 //! refused on the other, with `Retry-After`), and signed webhooks delivered
-//! exactly once per run end to a real receiver that fails every message's
+//! once per run end (again only when the killed replica was answered and
+//! died before recording it) to a real receiver that fails every message's
 //! first two attempts and hangs on one message's third — when the replica
 //! sending it is killed (SIGKILL), the other delivers it once the claim runs
 //! out.
@@ -338,7 +339,19 @@ async fn webhooks_are_delivered_once_per_run_end_despite_failures_and_a_replica_
             .filter(|a| a.headers["webhook-id"] == id.as_str())
             .collect();
         let delivered: Vec<&&Attempt> = mine.iter().filter(|a| a.answered == 204).collect();
-        assert_eq!(delivered.len(), 1, "{run}: exactly once: {mine:#?}");
+        // Exactly once, but for the one case at-least-once delivery allows
+        // (Standard Webhooks; receivers dedupe by webhook-id): the killed
+        // replica got its 204 and died before recording it, so the
+        // survivor delivered it again once the claim ran out. No live
+        // replica ever delivers a message twice.
+        let (lost, recorded): (Vec<&&Attempt>, Vec<&&Attempt>) = delivered
+            .iter()
+            .partition(|a| a.replica == killed && delivered.len() > 1);
+        assert_eq!(recorded.len(), 1, "{run}: exactly once: {mine:#?}");
+        if !lost.is_empty() {
+            assert_ne!(recorded[0].replica, killed, "{run}: {mine:#?}");
+        }
+        let delivered = recorded;
         assert!(mine.len() >= 3, "{run}: two failures first");
         for attempt in &mine {
             assert_eq!(
@@ -361,9 +374,17 @@ async fn webhooks_are_delivered_once_per_run_end_despite_failures_and_a_replica_
         }
     }
     // What the receiver saw twice or more was only ever a retry: no
-    // message it acknowledged came again.
-    assert_eq!(
-        attempts.iter().filter(|a| a.answered == 204).count(),
+    // message it acknowledged came again, but for the killed replica's
+    // deliveries it never recorded (at most the ones in flight when it
+    // died).
+    let acknowledged = attempts.iter().filter(|a| a.answered == 204).count();
+    let by_victim = attempts
+        .iter()
+        .filter(|a| a.answered == 204 && a.replica == killed)
+        .count();
+    assert!(
+        acknowledged >= runs.len() && acknowledged - runs.len() <= by_victim,
+        "{acknowledged} acknowledgements for {} runs, {by_victim} by the killed replica",
         runs.len()
     );
 }
