@@ -204,6 +204,14 @@ async fn claim(
 
 /// `agwire_accept` for one prepared run on its own statement (started by
 /// `owner` when given), retried once when it lost a race to the same
+/// A deadlock or serialization failure: the statement was undone whole.
+fn is_deadlock(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .is_some_and(|code| code == "40P01" || code == "40001")
+}
+
 /// runId's first post.
 pub(super) async fn accept_alone(
     pool: &PgPool,
@@ -214,8 +222,10 @@ pub(super) async fn accept_alone(
     let (ids, roles, bodies, shown) = columns(&run.candidates);
     // Two first posts of one (user, runId) can race past the lookup; the
     // loser's insert breaks the unique key (and writes nothing), and its
-    // second attempt finds the winner's run (a replay, or a conflict).
-    for attempt in 0..2 {
+    // second attempt finds the winner's run (a replay, or a conflict). Two
+    // replicas' accepts that stop one thread's runs at once can deadlock:
+    // PostgreSQL undoes one of them whole, and it goes again (a few times).
+    for attempt in 0..4 {
         let answer = sqlx::query(
             "SELECT outcome, task_id, created, waiting, stopped FROM agwire_accept(\
              $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
@@ -258,6 +268,7 @@ pub(super) async fn accept_alone(
         let row = match answer {
             Ok(row) => row,
             Err(error) if attempt == 0 && is_unique_violation(&error) => continue,
+            Err(error) if attempt < 3 && is_deadlock(&error) => continue,
             Err(error) => return Err(error.into()),
         };
         return answered(
