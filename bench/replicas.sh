@@ -142,6 +142,16 @@ row() {
   printf '  %-44s %10s %10s\n' "$label" "$accepted" "$e2e"
 }
 
+# What the runs' logs came to on PostgreSQL: rows per run (one per write)
+# and events per run — the floor's whole runs (bench/pg_floor/run.sql) write
+# 2 rows. (An older binary's schema has no n_events: then rows only.)
+log_shape() {
+  local shape
+  shape=$(psql "$1" -Atc "SELECT round(count(*)::numeric / greatest(count(DISTINCT task_id), 1), 2) || ' log rows, ' || round(sum(n_events)::numeric / greatest(count(DISTINCT task_id), 1), 1) || ' events per run' FROM run_events" 2>/dev/null) \
+    || shape=$(psql "$1" -Atc "SELECT round(count(*)::numeric / greatest(count(DISTINCT task_id), 1), 2) || ' log rows per run' FROM run_events")
+  printf '  %-44s %s\n' "" "($shape)"
+}
+
 printf 'agwire serve, wrk -c%s for %ss per figure (router+worker pipeline on the scripted model)\n' "$CONNS" "$SECS"
 printf '  %-44s %10s %10s\n' "" "accepted/s" "e2e runs/s"
 a=$(replica)
@@ -149,9 +159,11 @@ row "SQLite, 1 process" "$a"
 stop_all
 url=$(database); a=$(replica --database-url "$url")
 row "PostgreSQL, 1 replica" "$a"
+log_shape "$url"
 stop_all
 url=$(database); a=$(replica --database-url "$url"); b=$(replica --database-url "$url")
 row "PostgreSQL, 2 replicas" "$a" "$b"
+log_shape "$url"
 stop_all
 Q=${QUOTA:-20}
 if [ -n "$CGROUP_CPU" ]; then

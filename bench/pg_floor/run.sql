@@ -1,7 +1,9 @@
 -- pgbench script: the rows a whole run writes — its accept (as accept.sql),
 -- its start, its 25 events (RUN_STARTED, a 20-token text message, the
--- terminal event), its end and its answer — in the service's schema, one
--- transaction: PostgreSQL's floor for `agwire serve`'s end-to-end runs.
+-- terminal event) as the log stores them, one row per write (two writes
+-- here: the events that came first, then the rest with the end), its end
+-- and its answer — in the service's schema, one transaction: PostgreSQL's
+-- floor for `agwire serve`'s end-to-end runs.
 BEGIN;
 WITH t AS (
   INSERT INTO threads (id, user_id, created_at, last_active_at)
@@ -18,9 +20,10 @@ SELECT gen_random_uuid()::text, 'local', id, gen_random_uuid()::text, 'hash', tr
 FROM t
 RETURNING task_id AS task, thread_id AS thread \gset
 UPDATE runs SET status = 'running', started_at = 1795000000000 WHERE task_id = ':task';
-INSERT INTO run_events (task_id, seq, event)
-SELECT ':task', g, '{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"word' || g || ' "}'
-FROM generate_series(1, 25) g;
+INSERT INTO run_events (task_id, seq, n_events, events)
+SELECT ':task', min(g), count(*),
+       string_agg('{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"word' || g || ' "}', E'\n' ORDER BY g)
+FROM generate_series(1, 25) g GROUP BY g > 12;
 UPDATE runs SET status = 'succeeded', finished_at = 1795000000000 WHERE task_id = ':task';
 INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at)
 VALUES (':thread', 2, 'm', 'r', 'assistant', '{"id":"m","role":"assistant","content":"word0 word1 word2"}', 1795000000000);

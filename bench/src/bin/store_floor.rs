@@ -5,8 +5,11 @@
 //! per transaction, no service around it. The service is compared with this.
 //!
 //! Usage: `store_floor [runs (default 20000)] [runs per transaction (default 256)]
-//! [token events per run (default 20)]`. With 8 tokens a run writes what the
-//! service's scripted model writes (`RUN_STARTED`, 10 more events, its end).
+//! [token events per run (default 20)] [writes per run (default 2)]`. With 8
+//! tokens a run writes what the service's scripted model writes
+//! (`RUN_STARTED`, 10 more events, its end). Its log is stored as the
+//! service stores it, one row per write: the events split into that many
+//! rows, the terminal event with the last.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
@@ -74,21 +77,28 @@ fn rest_of_run(
     (task, thread, run): &(String, String, String),
     now: i64,
     tokens: usize,
+    writes: usize,
 ) {
     tx.prepare_cached("UPDATE runs SET status = 'running', started_at = ?1 WHERE task_id = ?2")
         .unwrap()
         .execute(params![now, task])
         .unwrap();
     let mut insert = tx
-        .prepare_cached("INSERT INTO run_events (task_id, seq, event) VALUES (?1, ?2, ?3)")
+        .prepare_cached(
+            "INSERT INTO run_events (task_id, seq, n_events, events) VALUES (?1, ?2, ?3, ?4)",
+        )
         .unwrap();
-    let mut seq = 0i64;
-    for event in events(thread, run, tokens)
-        .iter()
-        .chain([terminal(thread, run)].iter())
-    {
-        seq += 1;
-        insert.execute(params![task, seq, event]).unwrap();
+    let events = events(thread, run, tokens);
+    let per_write = events.len().div_ceil(writes.max(1));
+    let mut chunks: Vec<Vec<String>> = events.chunks(per_write).map(<[String]>::to_vec).collect();
+    chunks.last_mut().unwrap().push(terminal(thread, run));
+    let mut seq = 1i64;
+    for chunk in chunks {
+        let n = chunk.len() as i64;
+        insert
+            .execute(params![task, seq, n, chunk.join("\n")])
+            .unwrap();
+        seq += n;
     }
     tx.prepare_cached("UPDATE runs SET status = 'succeeded', finished_at = ?1 WHERE task_id = ?2")
         .unwrap()
@@ -124,6 +134,7 @@ fn main() {
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let batch: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(256);
     let tokens: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(TOKENS);
+    let writes: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
     let now = 1_795_000_000_000i64;
 
     let (dir, mut connection) = database();
@@ -145,7 +156,7 @@ fn main() {
         let tx = connection.transaction().unwrap();
         for &i in chunk {
             let run = accept(&tx, i, now);
-            rest_of_run(&tx, &run, now, tokens);
+            rest_of_run(&tx, &run, now, tokens, writes);
         }
         tx.commit().unwrap();
     }
@@ -154,7 +165,7 @@ fn main() {
     std::fs::remove_dir_all(dir).ok();
 
     println!(
-        "store floor (SQLite WAL synchronous=NORMAL, {runs} runs, {batch} per transaction, {} events per run)",
+        "store floor (SQLite WAL synchronous=NORMAL, {runs} runs, {batch} per transaction, {} events per run in {writes} rows)",
         tokens + 4
     );
     println!("  accepts/s (thread + message + run):            {accept_rate:.0}");

@@ -1092,6 +1092,8 @@ mod sqlite {
         for sql in [
             "PRAGMA user_version = 7".to_owned(),
             // (Undo what later migrations added.)
+            "ALTER TABLE run_events DROP COLUMN n_events".to_owned(),
+            "ALTER TABLE run_events RENAME COLUMN events TO event".to_owned(),
             "DROP TABLE quota_runs".to_owned(),
             "DROP TABLE token_usage".to_owned(),
             "DROP TRIGGER runs_end_webhook".to_owned(),
@@ -2680,6 +2682,15 @@ const OLD_ROWS: &[&str] = &[
     r#"INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, input, created_at, client_time) VALUES
      ('task-old', 'bob', 't-bob', 'r-old', 'h', FALSE, 'succeeded', '{}', 1,
       '{"device_timezone":"Asia/Tokyo","client_now_iso":"2026-11-24T09:30:00+09:00","client_epoch_ms":1795480200000}')"#,
+    // A run still running, its log one row per event as it was stored
+    // before logs were stored one row per write.
+    "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('t-live', 'bob', 1, 1)",
+    r#"INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, input, created_at) VALUES
+     ('task-live', 'bob', 't-live', 'r-live', 'h', TRUE, 'running', '{}', 1)"#,
+    r#"INSERT INTO run_events (task_id, seq, event) VALUES
+     ('task-live', 1, '{"type":"RUN_STARTED","threadId":"t-live","runId":"r-live"}'),
+     ('task-live', 2, '{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}'),
+     ('task-live', 3, '{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"old\nline"}')"#,
 ];
 
 /// What the upgrade made of [`OLD_ROWS`].
@@ -2705,6 +2716,57 @@ async fn check_upgraded(backend: &str, store: &dyn Store) {
     let time = old_run.options.client_time.expect("client_time kept");
     assert_eq!(time.device_timezone_name, "Asia/Tokyo", "{backend}");
     assert_eq!(time.epoch_ms, 1_795_480_200_000, "{backend}");
+    // A log stored one row per event reads as before, and goes on one row
+    // per write, numbered on from its last event; a resume from any point
+    // reads exactly what follows it.
+    let numbers =
+        |events: Vec<(u64, Event)>| events.into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+    let old = store.events_after("task-live", 0).await.unwrap();
+    assert_eq!(numbers(old.clone()), [1, 2, 3], "{backend}");
+    match &old[2].1 {
+        Event::TextMessageContent(e) => assert_eq!(e.delta, "old\nline", "{backend}"),
+        other => panic!("{backend}: {other:?}"),
+    }
+    assert_eq!(
+        store
+            .append_events("task-live", &[text(4), text(5)])
+            .await
+            .unwrap(),
+        4,
+        "{backend}"
+    );
+    let last = store
+        .end_run(
+            "task-live",
+            &Ending {
+                status: RunStatus::Succeeded,
+                error: None,
+                usage: None,
+                events: &[text(6)],
+                terminal: &finished("t-live", "r-live"),
+                output: &[],
+                ui_schema: None,
+                calls_expire_at: None,
+                tokens: 0,
+            },
+            3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(last, Some(7), "{backend}");
+    for after in 0..=7 {
+        assert_eq!(
+            numbers(store.events_after("task-live", after).await.unwrap()),
+            ((after + 1)..=7).collect::<Vec<_>>(),
+            "{backend}: after {after}"
+        );
+    }
+    let log = whole_log(store, "task-live").await;
+    assert!(
+        matches!(&log[4], Event::TextMessageContent(e) if e.delta == "5 "),
+        "{backend}"
+    );
+    assert!(matches!(&log[6], Event::RunFinished(_)), "{backend}");
     // Alice's own attachment goes with her thread; bob's is not hers.
     let deleted = store.delete_thread("alice", "t-old").await.unwrap();
     assert_eq!(
@@ -2828,4 +2890,131 @@ async fn rows_stored_by_the_previous_schema_read_as_before_on_postgres() {
         .accept_run(new_run("alice", &input(&t, "after-upgrade", "hi"), "h"))
         .await
         .unwrap();
+}
+
+/// The log's shape (issue 47): each write of a run is one row — an append
+/// of any number of events, an end with its last events and terminal event,
+/// the opening `RUN_STARTED` a run that ended before writing gets — holding
+/// `n_events` events from `seq`, on both backends.
+#[tokio::test]
+async fn each_write_of_a_run_is_one_row_of_its_log() {
+    let dir = std::env::temp_dir().join(format!("agwire-shape-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("agwire.db");
+    let sqlite: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let mut backends = vec![("sqlite", sqlite, None)];
+    if let Some(database) = PgDatabase::create().await {
+        let store: Arc<dyn Store> = Arc::new(PgStore::connect(&database.url).await.unwrap());
+        backends.push(("postgres", store, Some(database)));
+    }
+    for (backend, store, database) in backends {
+        let rows = |task: String| {
+            let url = database.as_ref().map(|d| d.url.clone());
+            let path = path.clone();
+            async move {
+                let sql = "SELECT seq, n_events FROM run_events WHERE task_id = $1 ORDER BY seq";
+                match url {
+                    Some(url) => {
+                        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+                        let rows: Vec<(i64, i32)> = sqlx::query_as(sql)
+                            .bind(&task)
+                            .fetch_all(&pool)
+                            .await
+                            .unwrap();
+                        pool.close().await;
+                        rows.into_iter()
+                            .map(|(s, n)| (s, i64::from(n)))
+                            .collect::<Vec<_>>()
+                    }
+                    None => rusqlite::Connection::open(&path)
+                        .unwrap()
+                        .prepare(sql)
+                        .unwrap()
+                        .query_map([&task], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .unwrap()
+                        .collect::<Result<Vec<(i64, i64)>, _>>()
+                        .unwrap(),
+                }
+            }
+        };
+        // Appends of one and of eight events, then an end with one more.
+        let t = thread();
+        let accepted = store
+            .accept_run(new_run("alice", &input(&t, "r1", "hi"), "h"))
+            .await
+            .unwrap();
+        claim_all(&*store).await;
+        let task = accepted.task_id.clone();
+        store
+            .append_events(&task, &[run_started(&t, "r1")])
+            .await
+            .unwrap();
+        let texts: Vec<Event> = (0..8).map(text).collect();
+        store.append_events(&task, &texts).await.unwrap();
+        let ending = Ending {
+            status: RunStatus::Succeeded,
+            error: None,
+            usage: None,
+            events: &[text(8)],
+            terminal: &finished(&t, "r1"),
+            output: &[],
+            ui_schema: None,
+            calls_expire_at: None,
+            tokens: 0,
+        };
+        assert_eq!(
+            store.end_run(&task, &ending, 3).await.unwrap(),
+            Some(11),
+            "{backend}"
+        );
+        assert_eq!(
+            rows(task.clone()).await,
+            [(1, 1), (2, 8), (10, 2)],
+            "{backend}"
+        );
+
+        // A run that fails before writing: `RUN_STARTED` and its terminal
+        // event, one row.
+        let t = thread();
+        let accepted = store
+            .accept_run(new_run("alice", &input(&t, "r2", "hi"), "h"))
+            .await
+            .unwrap();
+        claim_all(&*store).await;
+        let failure = Event::RunError(RunErrorEvent::new("no"));
+        assert_eq!(
+            end(&*store, &accepted.task_id, &failure, &[]).await,
+            Some(2),
+            "{backend}"
+        );
+        assert_eq!(rows(accepted.task_id.clone()).await, [(1, 2)], "{backend}");
+        let log = whole_log(&*store, &accepted.task_id).await;
+        assert!(
+            matches!(log[..], [Event::RunStarted(_), Event::RunError(_)]),
+            "{backend}"
+        );
+
+        // A queued run cancelled: its whole log, one row.
+        let t = thread();
+        let first = store
+            .accept_run(new_run("alice", &input(&t, "r3", "hi"), "h"))
+            .await
+            .unwrap();
+        let waiting = store
+            .accept_run(queued_behind("alice", &input(&t, "r4", "hi"), "h4"))
+            .await
+            .unwrap();
+        assert_ne!(first.task_id, waiting.task_id);
+        let [started, cancelled] = agwire_service::store::cancelled_log(&t, "r4");
+        assert_eq!(
+            store
+                .cancel_queued(&waiting.task_id, &[started, cancelled], 3)
+                .await
+                .unwrap(),
+            Some(1),
+            "{backend}"
+        );
+        assert_eq!(rows(waiting.task_id.clone()).await, [(1, 2)], "{backend}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

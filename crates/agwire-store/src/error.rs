@@ -100,6 +100,15 @@ pub enum Error {
     /// committed: none of its calls is retried.
     #[error("could not write to the run log: {0}")]
     LogUnavailable(String),
+    /// A stored row of a run's log does not hold as many events as it
+    /// says (`run_events.n_events`): the numbers after it cannot be trusted.
+    #[error("run {task_id}'s log is damaged at event {seq}")]
+    LogCorrupt {
+        /// The run.
+        task_id: String,
+        /// The number of the row's first event.
+        seq: i64,
+    },
     /// Where attachment bytes are kept apart from the database ([`Blobs`](crate::Blobs))
     /// failed, or there is none for bytes recorded as there.
     #[error("attachment bucket: {0}")]

@@ -18,8 +18,10 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Mutex, Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
@@ -65,9 +67,16 @@ pub(super) trait Commit: Send + Sync + 'static {
 pub(super) struct Shape {
     /// Most calls one group takes.
     pub(super) max_group: usize,
-    /// Groups written side by side (each waits its turn to take calls, so
-    /// whatever arrives while one commits forms the next).
+    /// Most groups written side by side. A lane that finds a group being
+    /// written waits for it to commit before it writes what arrived
+    /// meanwhile, so under load the calls gather into few large groups (a
+    /// commit each, not one per call); it goes on without waiting only when
+    /// that group takes longer than a commit usually does (it waits for a
+    /// lock another replica holds, say), so one slow group never holds up
+    /// the rest.
     pub(super) lanes: usize,
+    /// What writing a group is taken to take until one has been timed.
+    pub(super) first_guess: Duration,
     /// Calls queued before a caller waits to queue more.
     pub(super) queue: usize,
 }
@@ -133,6 +142,11 @@ impl<C: Commit> GroupCommit<C> {
             queue: Mutex::new(queue),
             max_group: shape.max_group.max(1),
             stop,
+            writing: AtomicUsize::new(0),
+            written: Notify::new(),
+            usual_us: AtomicU64::new(
+                u64::try_from(shape.first_guess.as_micros()).unwrap_or(u64::MAX),
+            ),
         });
         let lanes = (0..shape.lanes.max(1))
             .map(|_| Lane {
@@ -140,6 +154,12 @@ impl<C: Commit> GroupCommit<C> {
             })
             .collect();
         (Self { calls }, lanes)
+    }
+
+    /// Calls queued and not yet taken by a lane.
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        self.calls.max_capacity() - self.calls.capacity()
     }
 
     /// Queues `call` for the next group (waits while the queue is full).
@@ -154,6 +174,40 @@ struct Shared<C: Commit> {
     queue: Mutex<mpsc::Receiver<C::Call>>,
     max_group: usize,
     stop: CancellationToken,
+    /// Lanes writing a group now.
+    writing: AtomicUsize,
+    /// Woken each time a lane's group is written.
+    written: Notify,
+    /// How long writing a group usually takes: a moving average (µs).
+    usual_us: AtomicU64,
+}
+
+impl<C: Commit> Shared<C> {
+    /// Writes `group`: together, or call by call when the database undid
+    /// it; timed, and the lanes waiting for it woken.
+    async fn write(&self, group: &mut Vec<C::Call>) {
+        self.writing.fetch_add(1, Ordering::SeqCst);
+        let started = Instant::now();
+        if let Err(failure) = self.commit.together(group).await {
+            if self.commit.undone(&failure) {
+                for call in group.drain(..) {
+                    self.commit.alone(call).await;
+                }
+            } else {
+                for call in group.drain(..) {
+                    self.commit.fail(call, &failure);
+                }
+            }
+        }
+        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let usual = self.usual_us.load(Ordering::Relaxed);
+        self.usual_us.store(
+            (usual.saturating_mul(7).saturating_add(took)) / 8,
+            Ordering::Relaxed,
+        );
+        self.writing.fetch_sub(1, Ordering::SeqCst);
+        self.written.notify_waiters();
+    }
 }
 
 /// One loop taking groups off the queue.
@@ -174,17 +228,7 @@ impl<C: Commit> Lane<C> {
             if group.is_empty() {
                 continue;
             }
-            if let Err(failure) = shared.commit.together(&mut group).await {
-                if shared.commit.undone(&failure) {
-                    for call in group.drain(..) {
-                        shared.commit.alone(call).await;
-                    }
-                } else {
-                    for call in group.drain(..) {
-                        shared.commit.fail(call, &failure);
-                    }
-                }
-            }
+            shared.write(&mut group).await;
             // (A backend that answered every call has drained the group;
             // one that kept a call answers it when the call is dropped.)
             group.clear();
@@ -203,9 +247,25 @@ impl<C: Commit> Lane<C> {
                 () = shared.stop.cancelled() => return false,
                 count = queue.recv_many(group, shared.max_group) => count,
             };
-            return count > 0;
+            if count == 0 {
+                return false;
+            }
+            // Another lane's group is being written: what arrives until it
+            // commits joins this one (see `Shape::lanes`).
+            let written = shared.written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            if shared.writing.load(Ordering::SeqCst) > 0 {
+                let usual = Duration::from_micros(shared.usual_us.load(Ordering::Relaxed));
+                tokio::select! {
+                    () = written => {}
+                    () = tokio::time::sleep(usual) => {}
+                    () = shared.stop.cancelled() => {}
+                }
+            }
+        } else {
+            group.append(later);
         }
-        group.append(later);
         while group.len() < shared.max_group
             && let Ok(call) = queue.try_recv()
         {

@@ -6,6 +6,7 @@ mod calendar;
 mod error;
 mod group;
 mod jobs;
+mod log;
 mod postgres;
 mod profiles;
 mod quotas;

@@ -262,9 +262,12 @@ macro_rules! run_columns {
 /// [`run_columns`] as a constant.
 pub(crate) const RUN_COLUMNS: &str = run_columns!();
 
-/// A run's events after a number, in order: `$1` the run, `$2` the number.
-pub(crate) const EVENTS_AFTER: &str =
-    "SELECT seq, event FROM run_events WHERE task_id = $1 AND seq > $2 ORDER BY seq";
+/// The rows of a run's log that hold its events after a number, in order:
+/// `$1` the run, `$2` the number. The first is the row holding event
+/// `$2 + 1` (it may start before it: `log::unpack` skips what was read).
+pub(crate) const EVENTS_AFTER: &str = "SELECT seq, n_events, events FROM run_events \
+     WHERE task_id = $1 AND seq >= (SELECT COALESCE(MAX(seq), 0) FROM run_events \
+     WHERE task_id = $1 AND seq <= $2 + 1) ORDER BY seq";
 
 /// One of a user's runs: `$1` the user, `$2` the client's run id.
 pub(crate) const RUN: &str = concat!(
@@ -340,17 +343,21 @@ macro_rules! shared_run_reads {
             ) -> Result<Vec<(u64, Event)>, Error> {
                 let rows = sqlx::query(crate::sql::EVENTS_AFTER)
                     .bind(task_id)
-                    .bind(i64::try_from(after).unwrap_or(i64::MAX))
+                    .bind(crate::log::bound(after))
                     .fetch_all(&self.pool)
                     .await?;
-                rows.iter()
-                    .map(|row| {
-                        let seq: i64 = row.try_get("seq")?;
-                        let text: String = row.try_get("event")?;
-                        let event = Event::from_json(&text)?.value;
-                        Ok((u64::try_from(seq).unwrap_or(0), event))
-                    })
-                    .collect()
+                let mut events = Vec::new();
+                for row in &rows {
+                    crate::log::unpack(
+                        task_id,
+                        row.try_get("seq")?,
+                        row.try_get::<i32, _>("n_events")?.into(),
+                        row.try_get("events")?,
+                        after,
+                        &mut events,
+                    )?;
+                }
+                Ok(events)
             }
 
             async fn read_run(&self, user: &str, run_id: &str) -> Result<Option<RunRecord>, Error> {

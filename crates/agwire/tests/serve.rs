@@ -38,7 +38,7 @@ fn stages(dir: &Path) -> std::collections::BTreeMap<String, &'static str> {
     let connection = rusqlite::Connection::open(dir.join("agwire.db")).unwrap();
     let rows: Vec<(String, String, i64)> = connection
         .prepare(
-            "SELECT r.run_id, r.status, (SELECT COUNT(*) FROM run_events e WHERE e.task_id = r.task_id) FROM runs r",
+            "SELECT r.run_id, r.status, (SELECT COALESCE(SUM(e.n_events), 0) FROM run_events e WHERE e.task_id = r.task_id) FROM runs r",
         )
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

@@ -112,6 +112,7 @@ impl Commit for Arc<Memory> {
 const SHAPE: Shape = Shape {
     max_group: 64,
     lanes: 1,
+    first_guess: Duration::from_millis(1),
     queue: 1024,
 };
 
@@ -245,8 +246,9 @@ async fn lanes_write_groups_side_by_side() {
     let group = GroupCommit::spawn(memory.clone(), shape, CancellationToken::new());
     let first = put(&group, 1).await;
     groups_begun(&memory, 1).await;
-    // The first lane's group is held at the gate; the other lane takes the
-    // next call and begins its own group meanwhile.
+    // The first lane's group is held at the gate, longer than a commit
+    // usually takes: the other lane takes the next call and begins its own
+    // group meanwhile.
     let second = put(&group, 2).await;
     groups_begun(&memory, 2).await;
     gate.add_permits(2);
@@ -254,6 +256,52 @@ async fn lanes_write_groups_side_by_side() {
     second.await.unwrap().unwrap();
     let groups = memory.groups.lock().unwrap().clone();
     assert_eq!(groups.len(), 2, "{groups:?}");
+}
+
+/// A lane that finds a group being written waits for its commit, and then
+/// takes everything that arrived meanwhile as one group — not a group of
+/// one per call. (A commit is taken to take an hour here, so the group in
+/// flight is never slow enough for a lane to go on without it.)
+#[tokio::test]
+async fn a_second_lane_gathers_calls_while_a_group_commits_in_usual_time() {
+    let gate = Arc::new(Semaphore::new(0));
+    let memory = Arc::new(Memory::new(Some(gate.clone())));
+    let shape = Shape {
+        lanes: 4,
+        first_guess: Duration::from_secs(3600),
+        ..SHAPE
+    };
+    let group = GroupCommit::spawn(memory.clone(), shape, CancellationToken::new());
+    let first = put(&group, 1).await;
+    groups_begun(&memory, 1).await;
+    let mut rest = vec![put(&group, 2).await];
+    // Until a lane has taken it: a lane that would write it at once has
+    // begun its group by then (nothing in between awaits).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while group.queued() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not taken in a minute"
+        );
+        tokio::task::yield_now().await;
+    }
+    // (These wait in the queue: the lane holding 2 takes them when the
+    // first group has committed.)
+    for value in 3..=5 {
+        rest.push(put(&group, value).await);
+    }
+    assert_eq!(
+        memory.entered.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "no second group while the first commits in usual time"
+    );
+    gate.add_permits(2);
+    first.await.unwrap().unwrap();
+    for answer in rest {
+        answer.await.unwrap().unwrap();
+    }
+    let groups = memory.groups.lock().unwrap().clone();
+    assert_eq!(groups, vec![vec![1], vec![2, 3, 4, 5]]);
 }
 
 #[tokio::test]

@@ -9,8 +9,13 @@
 //! trip, a statement and a commit (a WAL flush) of its own; at a few
 //! thousand requests a second those, not the function, set the rate.
 //!
-//! A few lanes take batches side by side, so a lone request never waits for
-//! another's commit and the database's cores are used. A batch's calls are
+//! Up to a few lanes take batches side by side. A lane that finds a batch
+//! committing gathers what arrives until that commit is done, so under load
+//! accepts share few commits (a lane per request would pay PostgreSQL a
+//! commit per accept: measured, 1 lane instead of 4 took its CPU per accept
+//! from 467 to 311 µs at the same rate); only a batch slower than a commit
+//! usually is (a lock another replica holds) lets the next lane go on
+//! without it, so one slow batch never holds up the rest. A batch's calls are
 //! ordered by user and thread (in arrival order within one), so two batches
 //! take their users' and threads' locks in one order and never wait for each other in a
 //! circle. A batch the database undoes as a whole (a deadlock with another
@@ -108,6 +113,7 @@ impl Accepts {
         let shape = Shape {
             max_group: MAX_BATCH,
             lanes: LANES,
+            first_guess: std::time::Duration::from_millis(1),
             queue: 4 * MAX_BATCH,
         };
         Self {

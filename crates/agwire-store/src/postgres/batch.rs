@@ -37,7 +37,8 @@ impl EndCall {
             "status": end.status.as_str(),
             "error": end.error,
             "usage": end.usage,
-            "events": end.events,
+            "events": (!end.events.is_empty()).then(|| crate::log::join(&end.events)),
+            "n_events": end.events.len(),
             "terminal": end.terminal,
             "ids": end.output.iter().map(|m| &m.id).collect::<Vec<_>>(),
             "roles": end.output.iter().map(|m| m.role).collect::<Vec<_>>(),
@@ -54,24 +55,12 @@ impl EndCall {
         })
     }
 
-    /// `agwire_end` on its own (after `agwire_append` of its last events,
-    /// in one transaction).
+    /// `agwire_end` on its own (its last events with it).
     async fn alone(&self, pool: &PgPool) -> Result<Option<i64>, sqlx::Error> {
         let end = &self.end;
         let (answer, schema) = end.ui_schema.as_ref().map(|(a, s)| (a, s)).unzip();
-        let mut tx = pool.begin().await?;
-        if !end.events.is_empty() {
-            let first: Option<i64> = sqlx::query_scalar("SELECT agwire_append($1, $2)")
-                .bind(&self.task_id)
-                .bind(&end.events)
-                .fetch_one(&mut *tx)
-                .await?;
-            if first.is_none() {
-                return Ok(None);
-            }
-        }
-        let terminal = sqlx::query_scalar(
-            "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+        sqlx::query_scalar(
+            "SELECT agwire_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
         )
         .bind(&self.task_id)
         .bind(end.status.as_str())
@@ -95,19 +84,20 @@ impl EndCall {
         .bind(end.output.iter().map(|m| m.shown).collect::<Vec<_>>())
         .bind(end.calls_expire_at)
         .bind(end.tokens)
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(terminal)
+        .bind((!end.events.is_empty()).then(|| crate::log::join(&end.events)))
+        .bind(i32::try_from(end.events.len()).unwrap_or(i32::MAX))
+        .fetch_one(pool)
+        .await
     }
 }
 
 /// One write waiting for its batch.
 enum Write {
-    /// Events (as JSON) for a run's log.
+    /// Events for a run's log, as its one row holds them (`log::join`).
     Append {
         task_id: String,
-        events: Vec<String>,
+        events: String,
+        n_events: i32,
     },
     /// A run's end (boxed: far larger than an append, and far rarer).
     End(Box<EndCall>),
@@ -124,10 +114,15 @@ impl Write {
     /// The write on its own (`agwire_append` or `agwire_end`).
     async fn alone(&self, pool: &PgPool) -> Result<Option<i64>, sqlx::Error> {
         match self {
-            Self::Append { task_id, events } => {
-                sqlx::query_scalar("SELECT agwire_append($1, $2)")
+            Self::Append {
+                task_id,
+                events,
+                n_events,
+            } => {
+                sqlx::query_scalar("SELECT agwire_append($1, $2, $3)")
                     .bind(task_id)
                     .bind(events)
+                    .bind(n_events)
                     .fetch_one(pool)
                     .await
             }
@@ -155,6 +150,7 @@ impl Writer {
         let shape = Shape {
             max_group: MAX_BATCH,
             lanes: 1,
+            first_guess: std::time::Duration::from_millis(1),
             queue: 4 * MAX_BATCH,
         };
         Self {
@@ -171,7 +167,8 @@ impl Writer {
     ) -> Result<Option<i64>, Error> {
         self.call(Write::Append {
             task_id: task_id.to_owned(),
-            events,
+            events: crate::log::join(&events),
+            n_events: i32::try_from(events.len()).unwrap_or(i32::MAX),
         })
         .await
     }
@@ -265,23 +262,27 @@ impl Commit for Writes {
 /// in order.
 async fn commit(pool: &PgPool, batch: &[Call]) -> Result<Vec<Option<i64>>, sqlx::Error> {
     let mut tasks: Vec<&str> = Vec::new();
-    let mut events: Vec<&Vec<String>> = Vec::new();
+    let mut batches: Vec<&str> = Vec::new();
+    let mut counts: Vec<i32> = Vec::new();
     let mut ends: Vec<serde_json::Value> = Vec::new();
     for call in batch {
         match &call.write {
             Write::Append {
                 task_id,
-                events: appended,
+                events,
+                n_events,
             } => {
                 tasks.push(task_id);
-                events.push(appended);
+                batches.push(events);
+                counts.push(*n_events);
             }
             Write::End(end) => ends.push(end.to_json()),
         }
     }
-    sqlx::query_scalar("SELECT first FROM agwire_write_many($1, $2, $3) ORDER BY n")
+    sqlx::query_scalar("SELECT first FROM agwire_write_many($1, $2, $3, $4) ORDER BY n")
         .bind(&tasks)
-        .bind(sqlx::types::Json(&events))
+        .bind(&batches)
+        .bind(&counts)
         .bind(sqlx::types::Json(&ends))
         .fetch_all(pool)
         .await

@@ -15,6 +15,10 @@
 -- migration that drops the old one first (`CREATE OR REPLACE` cannot change
 -- them).
 
+-- A run's log is one row per write (src/log.rs): `seq` the number of its
+-- first event, `n_events` how many, `events` their texts joined by
+-- newlines. A run's last event number is its last row's seq + n_events - 1.
+
 -- RunStore::accept_run. Outcome: accepted | started | replayed | conflict |
 -- not_found | busy | not_pending | answered | closed | expired; nothing is written
 -- unless accepted or started. A run its own replica can execute at once is
@@ -156,10 +160,10 @@ BEGIN
             UPDATE runs SET status = 'cancelled', finished_at = p_now
             WHERE runs.task_id = v_run.task_id AND status = 'queued';
             IF FOUND THEN
-                INSERT INTO run_events (task_id, seq, event) VALUES
-                    (v_run.task_id, 1, jsonb_build_object('type', 'RUN_STARTED',
-                        'threadId', p_thread, 'runId', v_run.run_id)::TEXT),
-                    (v_run.task_id, 2, jsonb_build_object('type', 'RUN_FINISHED',
+                INSERT INTO run_events (task_id, seq, n_events, events) VALUES
+                    (v_run.task_id, 1, 2, jsonb_build_object('type', 'RUN_STARTED',
+                        'threadId', p_thread, 'runId', v_run.run_id)::TEXT || E'\n' ||
+                    jsonb_build_object('type', 'RUN_FINISHED',
                         'threadId', p_thread, 'runId', v_run.run_id,
                         'outcome', jsonb_build_object('type', 'cancelled'))::TEXT);
                 PERFORM pg_notify('agwire', format('a 1 2 %s', v_run.task_id));
@@ -260,9 +264,17 @@ BEGIN
     END LOOP;
 END $$;
 
--- RunStore::append_events: the first event's number, or NULL when the run
--- is not running (nothing written).
-CREATE OR REPLACE FUNCTION agwire_append(p_task TEXT, p_events TEXT[]) RETURNS BIGINT
+-- A run's last event number (0: its log is empty).
+CREATE OR REPLACE FUNCTION agwire_last_event(p_task TEXT) RETURNS BIGINT
+LANGUAGE sql STABLE AS $$
+    SELECT COALESCE((SELECT e.seq + e.n_events - 1 FROM run_events e WHERE e.task_id = p_task
+                     ORDER BY e.seq DESC LIMIT 1), 0)
+$$;
+
+-- RunStore::append_events: `p_n_events` events (`p_events`, their texts
+-- joined by newlines) as one row; the first event's number, or NULL when
+-- the run is not running (nothing written).
+CREATE OR REPLACE FUNCTION agwire_append(p_task TEXT, p_events TEXT, p_n_events INT) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
 DECLARE
     v_status TEXT;
@@ -272,23 +284,27 @@ BEGIN
     IF v_status IS DISTINCT FROM 'running' THEN
         RETURN NULL;
     END IF;
-    SELECT COALESCE(MAX(e.seq), 0) INTO v_last FROM run_events e WHERE e.task_id = p_task;
-    INSERT INTO run_events (task_id, seq, event)
-    SELECT p_task, v_last + t.n, t.event FROM UNNEST(p_events) WITH ORDINALITY AS t(event, n);
-    PERFORM pg_notify('agwire', format('a %s %s %s', v_last + 1, v_last + cardinality(p_events), p_task));
+    v_last := agwire_last_event(p_task);
+    IF p_n_events > 0 THEN
+        INSERT INTO run_events (task_id, seq, n_events, events)
+        VALUES (p_task, v_last + 1, p_n_events, p_events);
+        PERFORM pg_notify('agwire', format('a %s %s %s', v_last + 1, v_last + p_n_events, p_task));
+    END IF;
     RETURN v_last + 1;
 END $$;
 
 -- RunStore::end_run: the terminal event's number, or NULL when the run had
--- already ended (nothing written). `p_call_*`: the frontend tool calls the
--- run leaves pending for its client. `p_tokens`: what its usage adds up to,
+-- already ended (nothing written). `p_events`, `p_n_events`: the run's last
+-- events (texts joined by newlines), written with the terminal event as one
+-- row — only to a running run (with events, a queued run is not ended).
+-- `p_call_*`: the frontend tool calls the run leaves pending for its client. `p_tokens`: what its usage adds up to,
 -- added to its user's count for the UTC day of `p_now`. An end wakes the replicas' dispatchers
 -- only when a run of its thread waits.
 CREATE OR REPLACE FUNCTION agwire_end(
     p_task TEXT, p_status TEXT, p_error TEXT, p_usage TEXT, p_terminal TEXT,
     p_ids TEXT[], p_roles TEXT[], p_bodies TEXT[], p_ui_answer TEXT, p_ui_schema TEXT,
     p_now BIGINT, p_call_ids TEXT[], p_call_names TEXT[], p_call_args TEXT[], p_shown BOOLEAN[],
-    p_calls_expire_at BIGINT, p_tokens BIGINT
+    p_calls_expire_at BIGINT, p_tokens BIGINT, p_events TEXT, p_n_events INT
 ) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -297,12 +313,15 @@ DECLARE
     v_rolled_back BOOLEAN;
     v_user TEXT;
     v_last BIGINT;
-    v_first BIGINT;
+    v_row TEXT;
+    v_n INT;
     v_seq BIGINT;
 BEGIN
+    p_n_events := COALESCE(p_n_events, 0);
     UPDATE runs SET status = p_status, error = p_error, usage = p_usage, finished_at = p_now,
                     owner = NULL, lease_until_ms = NULL
     WHERE task_id = p_task AND status IN ('queued', 'running')
+      AND (p_n_events = 0 OR status = 'running')
     RETURNING thread_id, run_id, stop_requested IS NOT DISTINCT FROM 'rollback', user_id
     INTO v_thread, v_run, v_rolled_back, v_user;
     IF NOT FOUND THEN
@@ -313,14 +332,19 @@ BEGIN
         VALUES (v_user, floor(p_now / 86400000.0)::BIGINT, p_tokens)
         ON CONFLICT (user_id, day) DO UPDATE SET tokens = u.tokens + EXCLUDED.tokens;
     END IF;
-    SELECT COALESCE(MAX(e.seq), 0) INTO v_last FROM run_events e WHERE e.task_id = p_task;
-    v_first := v_last + 1;
-    -- A run that ends before its first event was written still gets a valid
-    -- log: RUN_STARTED first, then its one terminal event.
-    IF v_last = 0 THEN
-        INSERT INTO run_events (task_id, seq, event)
-        VALUES (p_task, 1, jsonb_build_object('type', 'RUN_STARTED', 'threadId', v_thread, 'runId', v_run)::TEXT);
-        v_last := 1;
+    v_last := agwire_last_event(p_task);
+    IF p_n_events > 0 THEN
+        v_row := p_events || E'\n' || p_terminal;
+        v_n := p_n_events + 1;
+    ELSIF v_last = 0 THEN
+        -- A run that ends before its first event was written still gets a
+        -- valid log: RUN_STARTED first, then its one terminal event.
+        v_row := jsonb_build_object('type', 'RUN_STARTED', 'threadId', v_thread, 'runId', v_run)::TEXT
+                 || E'\n' || p_terminal;
+        v_n := 2;
+    ELSE
+        v_row := p_terminal;
+        v_n := 1;
     END IF;
     -- A run a rollback took back adds nothing to its thread: its output,
     -- its tool calls and its UI stay out (its log still ends as given).
@@ -351,13 +375,13 @@ BEGIN
     ON CONFLICT (thread_id, id) DO UPDATE SET run_id = EXCLUDED.run_id, name = EXCLUDED.name,
         arguments = EXCLUDED.arguments, asked_at = EXCLUDED.asked_at,
         expires_at = EXCLUDED.expires_at, closed_by = NULL, answered = FALSE, expired = FALSE;
-    INSERT INTO run_events (task_id, seq, event) VALUES (p_task, v_last + 1, p_terminal);
-    PERFORM pg_notify('agwire', format('a %s %s %s', v_first, v_last + 1, p_task));
+    INSERT INTO run_events (task_id, seq, n_events, events) VALUES (p_task, v_last + 1, v_n, v_row);
+    PERFORM pg_notify('agwire', format('a %s %s %s', v_last + 1, v_last + v_n, p_task));
     -- The thread's next run, if one waits, is runnable now.
     IF EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = v_thread AND r.status = 'queued') THEN
         PERFORM pg_notify('agwire', 'r');
     END IF;
-    RETURN v_last + 1;
+    RETURN v_last + v_n;
 END $$;
 
 -- Group commit, set-based: one batch of a replica's run writes — the event
@@ -368,14 +392,14 @@ END $$;
 -- once per batch rather than once per run. The rules are agwire_append's
 -- and agwire_end's exactly.
 --
--- p_tasks: the appends' runs (no run twice); p_events: a JSON array with,
--- for each, the JSON array of its event texts; p_ends: a JSON array of
--- agwire_end's arguments as objects, each with `events`: the run's last
--- events, appended (agwire_append) before its end. Answers, for each append in order
+-- p_tasks: the appends' runs (no run twice); p_batches, p_counts: for each,
+-- its events (texts joined by newlines) and how many, written as one row;
+-- p_ends: a JSON array of agwire_end's arguments as objects (`events` and
+-- `n_events` among them). Answers, for each append in order
 -- (n = 1..), its first event's number (NULL when the run is not running),
 -- then for each end (n continuing) its terminal event's number (NULL when
 -- the run had already ended).
-CREATE OR REPLACE FUNCTION agwire_write_many(p_tasks TEXT[], p_events JSONB, p_ends JSONB)
+CREATE OR REPLACE FUNCTION agwire_write_many(p_tasks TEXT[], p_batches TEXT[], p_counts INT[], p_ends JSONB)
 RETURNS TABLE (n INT, first BIGINT)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -391,21 +415,21 @@ BEGIN
         -- wait for each other in a circle.
         PERFORM 1 FROM runs r WHERE r.task_id = ANY (p_tasks) ORDER BY r.task_id FOR UPDATE;
         WITH calls AS (
-            SELECT c.n::INT AS n, c.task, p_events -> (c.n::INT - 1) AS events
-            FROM UNNEST(p_tasks) WITH ORDINALITY AS c(task, n)
+            SELECT c.n::INT AS n, c.task, c.batch, c.size
+            FROM UNNEST(p_tasks, p_batches, p_counts) WITH ORDINALITY AS c(task, batch, size, n)
         ), live AS (
-            SELECT calls.n, calls.task, calls.events,
-                   (SELECT COALESCE(MAX(e.seq), 0) FROM run_events e WHERE e.task_id = calls.task) AS last
+            SELECT calls.n, calls.task, calls.batch, calls.size,
+                   COALESCE((SELECT e.seq + e.n_events - 1 FROM run_events e WHERE e.task_id = calls.task
+                             ORDER BY e.seq DESC LIMIT 1), 0) AS last
             FROM calls JOIN runs r ON r.task_id = calls.task AND r.status = 'running'
         ), written AS (
-            INSERT INTO run_events (task_id, seq, event)
-            SELECT live.task, live.last + x.i, x.event
-            FROM live, jsonb_array_elements_text(live.events) WITH ORDINALITY AS x(event, i)
+            INSERT INTO run_events (task_id, seq, n_events, events)
+            SELECT live.task, live.last + 1, live.size, live.batch FROM live WHERE live.size > 0
         )
         SELECT array_agg(live.n ORDER BY live.n),
                array_agg(live.last + 1 ORDER BY live.n),
-               array_agg(format('a %s %s %s', live.last + 1,
-                                live.last + jsonb_array_length(live.events), live.task) ORDER BY live.n)
+               array_agg(format('a %s %s %s', live.last + 1, live.last + live.size, live.task)
+                         ORDER BY live.n) FILTER (WHERE live.size > 0)
         INTO v_ns, v_firsts, v_notes
         FROM live;
         -- A notification's payload stays well under PostgreSQL's 8000 bytes.
@@ -423,14 +447,6 @@ BEGIN
     FOR i IN 1 .. COALESCE(jsonb_array_length(p_ends), 0) LOOP
         v_end := p_ends -> (i - 1);
         n := v_count + i;
-        -- The run's last events, if any, go with its end (a running run's
-        -- only: one that is not running is not ended here either).
-        IF jsonb_array_length(COALESCE(v_end -> 'events', '[]'::JSONB)) > 0
-           AND agwire_append(v_end ->> 'task', ARRAY(SELECT jsonb_array_elements_text(v_end -> 'events'))) IS NULL THEN
-            first := NULL;
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
         first := agwire_end(
             v_end ->> 'task', v_end ->> 'status', v_end ->> 'error', v_end ->> 'usage',
             v_end ->> 'terminal',
@@ -442,7 +458,8 @@ BEGIN
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_names')),
             ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_args')),
             ARRAY(SELECT x::BOOLEAN FROM jsonb_array_elements_text(v_end -> 'shown') AS x),
-            (v_end ->> 'calls_expire_at')::BIGINT, (v_end ->> 'tokens')::BIGINT
+            (v_end ->> 'calls_expire_at')::BIGINT, (v_end ->> 'tokens')::BIGINT,
+            v_end ->> 'events', (v_end ->> 'n_events')::INT
         );
         RETURN NEXT;
     END LOOP;

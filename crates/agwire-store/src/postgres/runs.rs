@@ -16,8 +16,8 @@ fn is_unique_violation(error: &sqlx::Error) -> bool {
         .is_some_and(|e| e.code().as_deref() == Some("23505"))
 }
 
-/// Appends events (as JSON) to a run's log, numbered on from its last one,
-/// under the run's row lock; the first one's number.
+/// Appends events (as JSON) to a run's log as one row, numbered on from its
+/// last one, under the run's row lock; the first one's number.
 async fn append(tx: &mut PgConnection, task_id: &str, events: &[String]) -> Result<u64, Error> {
     if events.is_empty() {
         return Ok(0);
@@ -26,20 +26,17 @@ async fn append(tx: &mut PgConnection, task_id: &str, events: &[String]) -> Resu
         .bind(task_id)
         .fetch_optional(&mut *tx)
         .await?;
-    let last: i64 =
-        sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE task_id = $1")
-            .bind(task_id)
-            .fetch_one(&mut *tx)
-            .await?;
-    sqlx::query(
-        "INSERT INTO run_events (task_id, seq, event) \
-         SELECT $1, $2 + t.n, t.event FROM UNNEST($3::text[]) WITH ORDINALITY AS t(event, n)",
-    )
-    .bind(task_id)
-    .bind(last)
-    .bind(events)
-    .execute(&mut *tx)
-    .await?;
+    let last: i64 = sqlx::query_scalar("SELECT agwire_last_event($1)")
+        .bind(task_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    sqlx::query("INSERT INTO run_events (task_id, seq, n_events, events) VALUES ($1, $2, $3, $4)")
+        .bind(task_id)
+        .bind(last + 1)
+        .bind(i32::try_from(events.len()).unwrap_or(i32::MAX))
+        .bind(crate::log::join(events))
+        .execute(&mut *tx)
+        .await?;
     Ok(u64::try_from(last + 1).unwrap_or(0))
 }
 

@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0014_run_options.sql"),
     include_str!("../../migrations/sqlite/0015_run_control.sql"),
     include_str!("../../migrations/sqlite/0016_quotas.sql"),
+    include_str!("../../migrations/sqlite/0017_event_batches.sql"),
 ];
 
 /// Brings the schema up to date (or refuses one newer than this binary).

@@ -118,17 +118,21 @@ impl RunStore for SqliteStore {
 
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<(u64, Event)>, Error> {
         let task_id = task_id.to_owned();
-        let after = i64::try_from(after).unwrap_or(i64::MAX);
         self.readers
             .read(move |c| {
                 let mut statement = c.prepare_cached(EVENTS_AFTER)?;
-                let mut rows = statement.query(params![task_id, after])?;
+                let mut rows = statement.query(params![task_id, crate::log::bound(after)])?;
                 let mut events = Vec::new();
                 while let Some(row) = rows.next()? {
-                    let seq: i64 = row.get(0)?;
-                    let text: String = row.get(1)?;
-                    let event = Event::from_json(&text)?.value;
-                    events.push((u64::try_from(seq).unwrap_or(0), event));
+                    let text: String = row.get(2)?;
+                    crate::log::unpack(
+                        &task_id,
+                        row.get(0)?,
+                        row.get(1)?,
+                        &text,
+                        after,
+                        &mut events,
+                    )?;
                 }
                 Ok(events)
             })

@@ -423,21 +423,27 @@ pub(super) fn append_running(
     append(tx, task_id, events)
 }
 
-/// Appends events (as JSON) to a run's log, numbered on from its last one;
-/// the first one's number.
+/// Appends events (as JSON) to a run's log as one row (`log`), numbered on
+/// from its last one; the first one's number.
 pub(super) fn append(tx: &Transaction<'_>, task_id: &str, events: &[String]) -> Result<u64, Error> {
     if events.is_empty() {
         return Ok(0);
     }
     let last: i64 = tx
-        .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE task_id = ?1")?
+        .prepare_cached(
+            "SELECT COALESCE((SELECT seq + n_events - 1 FROM run_events WHERE task_id = ?1 \
+             ORDER BY seq DESC LIMIT 1), 0)",
+        )?
         .query_row([task_id], |r| r.get(0))?;
-    let mut insert =
-        tx.prepare_cached("INSERT INTO run_events (task_id, seq, event) VALUES (?1, ?2, ?3)")?;
-    for (i, event) in events.iter().enumerate() {
-        let seq = last + 1 + i64::try_from(i).unwrap_or(i64::MAX);
-        insert.execute(params![task_id, seq, event])?;
-    }
+    tx.prepare_cached(
+        "INSERT INTO run_events (task_id, seq, n_events, events) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        task_id,
+        last + 1,
+        i64::try_from(events.len()).unwrap_or(i64::MAX),
+        crate::log::join(events)
+    ])?;
     Ok(u64::try_from(last + 1).unwrap_or(0))
 }
 
@@ -534,7 +540,7 @@ impl End {
                 .query_row([task_id], |r| r.get(0))
                 .optional()?;
             if logged.is_none() {
-                append(tx, task_id, &[run_started(&thread_id, &run_id).to_json()])?;
+                self.events.push(run_started(&thread_id, &run_id).to_json());
             }
         }
         if rolled_back {
@@ -570,7 +576,7 @@ impl End {
             )?
             .execute(params![schema, thread_id, run_id, answer])?;
         }
-        // The remaining events and the terminal one, numbered on together.
+        // The remaining events and the terminal one: one row.
         let before = self.events.len() as u64;
         self.events.push(self.terminal);
         append(tx, task_id, &self.events).map(|first| Some(first + before))

@@ -192,6 +192,7 @@ impl Writer {
         let shape = Shape {
             max_group: MAX_BATCH,
             lanes: 1,
+            first_guess: std::time::Duration::from_millis(1),
             queue: 4 * MAX_BATCH,
         };
         let transactions = Transactions {
