@@ -144,9 +144,11 @@ row() {
 
 # What the runs' logs came to on PostgreSQL: rows per run (one per write)
 # and events per run — the floor's whole runs (bench/pg_floor/run.sql) write
-# 2 rows. (An older binary's schema has no n_events: then rows only.)
+# as many (WRITES, from the 2-replica row). (An older binary's schema has
+# no n_events: then rows only.)
 log_shape() {
   local shape
+  WRITES=$(psql "$1" -Atc "SELECT greatest(round(count(*)::numeric / greatest(count(DISTINCT task_id), 1)), 1) FROM run_events")
   shape=$(psql "$1" -Atc "SELECT round(count(*)::numeric / greatest(count(DISTINCT task_id), 1), 2) || ' log rows, ' || round(sum(n_events)::numeric / greatest(count(DISTINCT task_id), 1), 1) || ' events per run' FROM run_events" 2>/dev/null) \
     || shape=$(psql "$1" -Atc "SELECT round(count(*)::numeric / greatest(count(DISTINCT task_id), 1), 2) || ' log rows per run' FROM run_events")
   printf '  %-44s %s\n' "" "($shape)"
@@ -207,8 +209,8 @@ printf 'pgbench simple-update (-N, -c%s -j2, scale 10) on the same server: %s TP
 # service's schema (migrated by a replica started on it, then stopped), one
 # transaction per accept or per whole run, at the same concurrency.
 floor_sql() {
-  pgbench -n -c "$CONNS" -j 2 -T "$SECS" -f "bench/pg_floor/$1.sql" "$2" 2>/dev/null | awk '/^tps/ {printf "%.0f", $3}'
+  pgbench -n -c "$CONNS" -j 2 -T "$SECS" -D "writes=${WRITES:-1}" -f "bench/pg_floor/$1.sql" "$2" 2>/dev/null | awk '/^tps/ {printf "%.0f", $3}'
 }
 url=$(database); replica --database-url "$url" >/dev/null; stop_all
-printf 'pgbench with a run'"'"'s rows (bench/pg_floor, -c%s -j2) on the same server: accepts %s TPS, whole runs %s TPS\n' \
-  "$CONNS" "$(floor_sql accept "$url")" "$(floor_sql run "$url")"
+printf 'pgbench with a run'"'"'s rows (bench/pg_floor, -c%s -j2) on the same server: accepts %s TPS, whole runs (log in %s row(s)) %s TPS\n' \
+  "$CONNS" "$(floor_sql accept "$url")" "${WRITES:-1}" "$(floor_sql run "$url")"

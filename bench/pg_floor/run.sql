@@ -1,9 +1,9 @@
 -- pgbench script: the rows a whole run writes — its accept (as accept.sql),
 -- its start, its 25 events (RUN_STARTED, a 20-token text message, the
--- terminal event) as the log stores them, one row per write (two writes
--- here: the events that came first, then the rest with the end), its end
--- and its answer — in the service's schema, one transaction: PostgreSQL's
--- floor for `agwire serve`'s end-to-end runs.
+-- terminal event) as the log stores them, one row per write (`-D writes=N`:
+-- the events split into N rows, as the service's runs in the same bench
+-- wrote them), its end and its answer — in the service's schema, one
+-- transaction: PostgreSQL's floor for `agwire serve`'s end-to-end runs.
 BEGIN;
 WITH t AS (
   INSERT INTO threads (id, user_id, created_at, last_active_at)
@@ -23,7 +23,7 @@ UPDATE runs SET status = 'running', started_at = 1795000000000 WHERE task_id = '
 INSERT INTO run_events (task_id, seq, n_events, events)
 SELECT ':task', min(g), count(*),
        string_agg('{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"word' || g || ' "}', E'\n' ORDER BY g)
-FROM generate_series(1, 25) g GROUP BY g > 12;
+FROM generate_series(1, 25) g GROUP BY (g - 1) / ceil(25.0 / :writes)::int;
 UPDATE runs SET status = 'succeeded', finished_at = 1795000000000 WHERE task_id = ':task';
 INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at)
 VALUES (':thread', 2, 'm', 'r', 'assistant', '{"id":"m","role":"assistant","content":"word0 word1 word2"}', 1795000000000);

@@ -237,28 +237,24 @@ CREATE OR REPLACE FUNCTION agwire_accept_many(p_calls JSONB, p_lease_ms BIGINT)
 RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN, stopped JSONB)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_call JSONB;
+    v_call agwire_accept_call;
     i INT;
 BEGIN
     FOR i IN 1 .. COALESCE(jsonb_array_length(p_calls), 0) LOOP
-        v_call := p_calls -> (i - 1);
+        -- (The call's object read whole, arrays included: migration 0013.)
+        v_call := jsonb_populate_record(NULL::agwire_accept_call, p_calls -> (i - 1));
         n := i;
         SELECT a.outcome, a.task_id, a.created, a.waiting, a.stopped
         INTO outcome, task_id, created, waiting, stopped
         FROM agwire_accept(
-            v_call ->> 'task', v_call ->> 'user', v_call ->> 'thread', v_call ->> 'run',
-            v_call ->> 'hash', v_call ->> 'input', v_call ->> 'mode', v_call ->> 'options',
-            v_call ->> 'strategy', (v_call ->> 'dedupe')::BOOLEAN,
-            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'ids')),
-            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'roles')),
-            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'bodies')),
-            v_call ->> 'pending', (v_call ->> 'now')::BIGINT, v_call ->> 'owner', p_lease_ms,
-            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'answers')),
-            (v_call ->> 'strict')::BOOLEAN,
-            ARRAY(SELECT x::BOOLEAN FROM jsonb_array_elements_text(v_call -> 'shown') AS x),
-            v_call ->> 'title',
-            ARRAY(SELECT jsonb_array_elements_text(v_call -> 'attachments')),
-            (v_call ->> 'runs_per_minute')::INT, (v_call ->> 'tokens_per_day')::BIGINT
+            v_call.task, v_call."user", v_call.thread, v_call.run, v_call.hash, v_call.input,
+            v_call.mode, v_call.options, v_call.strategy, v_call.dedupe,
+            COALESCE(v_call.ids, ARRAY[]::TEXT[]), COALESCE(v_call.roles, ARRAY[]::TEXT[]),
+            COALESCE(v_call.bodies, ARRAY[]::TEXT[]), v_call.pending, v_call.now, v_call.owner,
+            p_lease_ms, COALESCE(v_call.answers, ARRAY[]::TEXT[]), v_call."strict",
+            COALESCE(v_call.shown, ARRAY[]::BOOLEAN[]), v_call.title,
+            COALESCE(v_call.attachments, ARRAY[]::TEXT[]), v_call.runs_per_minute,
+            v_call.tokens_per_day
         ) AS a;
         RETURN NEXT;
     END LOOP;
@@ -407,7 +403,7 @@ DECLARE
     v_ns INT[];
     v_firsts BIGINT[];
     v_notes TEXT[];
-    v_end JSONB;
+    v_end agwire_end_call;
     i INT;
 BEGIN
     IF v_count > 0 THEN
@@ -445,21 +441,16 @@ BEGIN
             ORDER BY c.n;
     END IF;
     FOR i IN 1 .. COALESCE(jsonb_array_length(p_ends), 0) LOOP
-        v_end := p_ends -> (i - 1);
+        -- (The end's object read whole, arrays included: migration 0013.)
+        v_end := jsonb_populate_record(NULL::agwire_end_call, p_ends -> (i - 1));
         n := v_count + i;
         first := agwire_end(
-            v_end ->> 'task', v_end ->> 'status', v_end ->> 'error', v_end ->> 'usage',
-            v_end ->> 'terminal',
-            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'ids')),
-            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'roles')),
-            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'bodies')),
-            v_end ->> 'ui_answer', v_end ->> 'ui_schema', (v_end ->> 'now')::BIGINT,
-            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_ids')),
-            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_names')),
-            ARRAY(SELECT jsonb_array_elements_text(v_end -> 'call_args')),
-            ARRAY(SELECT x::BOOLEAN FROM jsonb_array_elements_text(v_end -> 'shown') AS x),
-            (v_end ->> 'calls_expire_at')::BIGINT, (v_end ->> 'tokens')::BIGINT,
-            v_end ->> 'events', (v_end ->> 'n_events')::INT
+            v_end.task, v_end.status, v_end.error, v_end.usage, v_end.terminal,
+            COALESCE(v_end.ids, ARRAY[]::TEXT[]), COALESCE(v_end.roles, ARRAY[]::TEXT[]),
+            COALESCE(v_end.bodies, ARRAY[]::TEXT[]), v_end.ui_answer, v_end.ui_schema, v_end.now,
+            COALESCE(v_end.call_ids, ARRAY[]::TEXT[]), COALESCE(v_end.call_names, ARRAY[]::TEXT[]),
+            COALESCE(v_end.call_args, ARRAY[]::TEXT[]), COALESCE(v_end.shown, ARRAY[]::BOOLEAN[]),
+            v_end.calls_expire_at, v_end.tokens, v_end.events, v_end.n_events
         );
         RETURN NEXT;
     END LOOP;
