@@ -17,7 +17,8 @@
 
 -- A run's log is one row per write (src/log.rs): `seq` the number of its
 -- first event, `n_events` how many, `events` their texts joined by
--- newlines. A run's last event number is its last row's seq + n_events - 1.
+-- newlines. A run's last event number is its last row's seq + n_events - 1
+-- (0 when its log is empty).
 
 -- RunStore::accept_run. Outcome: accepted | started | replayed | conflict |
 -- not_found | busy | not_pending | answered | closed | expired; nothing is written
@@ -235,6 +236,9 @@ END $$;
 -- call sees the calls before it. One answer per call, numbered from 1.
 CREATE OR REPLACE FUNCTION agwire_accept_many(p_calls JSONB, p_lease_ms BIGINT)
 RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN, stopped JSONB)
+-- (Generic plans for the statements of the calls it makes: a custom
+-- plan is planned again at each execution, and none of them needs one.)
+SET plan_cache_mode = force_generic_plan
 LANGUAGE plpgsql AS $$
 DECLARE
     v_call agwire_accept_call;
@@ -260,13 +264,6 @@ BEGIN
     END LOOP;
 END $$;
 
--- A run's last event number (0: its log is empty).
-CREATE OR REPLACE FUNCTION agwire_last_event(p_task TEXT) RETURNS BIGINT
-LANGUAGE sql STABLE AS $$
-    SELECT COALESCE((SELECT e.seq + e.n_events - 1 FROM run_events e WHERE e.task_id = p_task
-                     ORDER BY e.seq DESC LIMIT 1), 0)
-$$;
-
 -- RunStore::append_events: `p_n_events` events (`p_events`, their texts
 -- joined by newlines) as one row; the first event's number, or NULL when
 -- the run is not running (nothing written).
@@ -280,7 +277,11 @@ BEGIN
     IF v_status IS DISTINCT FROM 'running' THEN
         RETURN NULL;
     END IF;
-    v_last := agwire_last_event(p_task);
+    -- (Written out, not a SQL function: one that is not inlined is planned
+    -- again in every transaction that calls it.)
+    SELECT COALESCE(MAX(e.seq + e.n_events - 1), 0) INTO v_last
+    FROM (SELECT e.seq, e.n_events FROM run_events e WHERE e.task_id = p_task
+          ORDER BY e.seq DESC LIMIT 1) e;
     IF p_n_events > 0 THEN
         INSERT INTO run_events (task_id, seq, n_events, events)
         VALUES (p_task, v_last + 1, p_n_events, p_events);
@@ -328,7 +329,9 @@ BEGIN
         VALUES (v_user, floor(p_now / 86400000.0)::BIGINT, p_tokens)
         ON CONFLICT (user_id, day) DO UPDATE SET tokens = u.tokens + EXCLUDED.tokens;
     END IF;
-    v_last := agwire_last_event(p_task);
+    SELECT COALESCE(MAX(e.seq + e.n_events - 1), 0) INTO v_last
+    FROM (SELECT e.seq, e.n_events FROM run_events e WHERE e.task_id = p_task
+          ORDER BY e.seq DESC LIMIT 1) e;
     IF p_n_events > 0 THEN
         v_row := p_events || E'\n' || p_terminal;
         v_n := p_n_events + 1;
@@ -397,6 +400,9 @@ END $$;
 -- the run had already ended).
 CREATE OR REPLACE FUNCTION agwire_write_many(p_tasks TEXT[], p_batches TEXT[], p_counts INT[], p_ends JSONB)
 RETURNS TABLE (n INT, first BIGINT)
+-- (Generic plans for the statements of the calls it makes: a custom
+-- plan is planned again at each execution, and none of them needs one.)
+SET plan_cache_mode = force_generic_plan
 LANGUAGE plpgsql AS $$
 DECLARE
     v_count INT := COALESCE(cardinality(p_tasks), 0);

@@ -26,10 +26,13 @@ async fn append(tx: &mut PgConnection, task_id: &str, events: &[String]) -> Resu
         .bind(task_id)
         .fetch_optional(&mut *tx)
         .await?;
-    let last: i64 = sqlx::query_scalar("SELECT agwire_last_event($1)")
-        .bind(task_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let last: i64 = sqlx::query_scalar(
+        "SELECT COALESCE((SELECT seq + n_events - 1 FROM run_events WHERE task_id = $1 \
+         ORDER BY seq DESC LIMIT 1), 0)",
+    )
+    .bind(task_id)
+    .fetch_one(&mut *tx)
+    .await?;
     sqlx::query("INSERT INTO run_events (task_id, seq, n_events, events) VALUES ($1, $2, $3, $4)")
         .bind(task_id)
         .bind(last + 1)
