@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // helpers outside #[test] fns; skips are announced
 
 mod approvals;
+mod grouped;
 mod multitask;
 mod quotas;
 mod webhooks;

@@ -1,7 +1,9 @@
 //! Group commit of accepts on PostgreSQL: the runs this replica is asked to
 //! accept while its earlier batches commit go to the database together —
-//! one statement (`agwire_accept_many`, which runs `agwire_accept` for each
-//! call in order, so every rule is the one-call function's) and one commit —
+//! one statement (`agwire_accept_many`: the common calls, turns that open a
+//! new thread, set-based; the rest through `agwire_accept`, in order — every
+//! rule is the one-call function's, `store_contract::grouped` holds it to
+//! that) and one commit —
 //! and each request is answered once the batch holding it has committed,
 //! never before (a `202` still means the run is durable).
 //!

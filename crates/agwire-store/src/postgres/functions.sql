@@ -232,8 +232,20 @@ END $$;
 
 -- Accepts grouped in one statement (and so one commit): `agwire_accept` for
 -- each call of `p_calls` (an array of objects, one per call, its arguments
--- by name; `owner` null when the run is not to start here), in order — a
--- call sees the calls before it. One answer per call, numbered from 1.
+-- by name; `owner` null when the run is not to start here), as if in order
+-- — a call sees the calls before it. One answer per call, numbered from 1.
+--
+-- The common call is written set-based, for the whole group at once: a turn
+-- that opens a new thread (no quota, no answers, no attachments; its thread
+-- and its runId in no other call of the group; its runId not taken). Its
+-- outcome is known before anything is read: a new thread has no runs,
+-- messages or tool calls, so nothing can refuse it. One INSERT per table
+-- for all of them instead of `agwire_accept`'s dozen statements each:
+-- PL/pgSQL starting each statement's executor was most of an accept's cost
+-- (issue 47). It cannot change another call's answer (it shares no thread,
+-- run or quota with one), so the rest go after it, one by one, in order.
+-- A call whose thread turns out to exist (another replica opened it since
+-- the statement began) goes with the rest.
 CREATE OR REPLACE FUNCTION agwire_accept_many(p_calls JSONB, p_lease_ms BIGINT)
 RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN, stopped JSONB)
 -- (Generic plans for the statements of the calls it makes: a custom
@@ -242,9 +254,59 @@ SET plan_cache_mode = force_generic_plan
 LANGUAGE plpgsql AS $$
 DECLARE
     v_call agwire_accept_call;
+    v_opened INT[];
+    v_tasks TEXT[];
+    v_started BOOLEAN[];
     i INT;
 BEGIN
+    WITH calls AS (
+        SELECT c.*, c.ordinality::INT AS i,
+               COUNT(*) OVER (PARTITION BY c.thread) AS on_thread,
+               COUNT(*) OVER (PARTITION BY c."user", c.run) AS as_run
+        FROM jsonb_populate_recordset(NULL::agwire_accept_call, p_calls) WITH ORDINALITY AS c
+    ), plain AS (
+        SELECT c.* FROM calls c
+        WHERE c.on_thread = 1 AND c.as_run = 1
+          AND c.runs_per_minute IS NULL AND c.tokens_per_day IS NULL
+          AND COALESCE(cardinality(c.answers), 0) = 0
+          AND COALESCE(cardinality(c.attachments), 0) = 0
+          AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.user_id = c."user" AND r.run_id = c.run)
+    ), opened AS (
+        -- (In the group's order, by user then thread: see accepts.rs.)
+        INSERT INTO threads (id, user_id, created_at, last_active_at, derived_title)
+        SELECT p.thread, p."user", p.now, p.now, p.title FROM plain p ORDER BY p.i
+        ON CONFLICT (id) DO NOTHING
+        RETURNING threads.id
+    ), fresh AS (
+        SELECT p.* FROM plain p JOIN opened o ON o.id = p.thread
+    ), said AS (
+        INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at, shown)
+        SELECT f.thread, t.k, t.id, f.run, t.role, t.body, f.now, COALESCE(t.shown, FALSE)
+        FROM fresh f,
+             UNNEST(f.ids, f.roles, f.bodies, f.shown) WITH ORDINALITY AS t(id, role, body, shown, k)
+    ), accepted AS (
+        INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status,
+                          input, created_at, pending_messages, runtime_mode, options,
+                          started_at, owner, lease_until_ms)
+        SELECT f.task, f."user", f.thread, f.run, f.hash, TRUE,
+               CASE WHEN f.owner IS NOT NULL THEN 'running' ELSE 'queued' END, f.input, f.now,
+               NULL, f.mode, f.options,
+               CASE WHEN f.owner IS NOT NULL THEN f.now END, f.owner,
+               CASE WHEN f.owner IS NOT NULL
+                    THEN (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT + p_lease_ms END
+        FROM fresh f ORDER BY f.i
+    )
+    SELECT array_agg(f.i ORDER BY f.i), array_agg(f.task ORDER BY f.i),
+           array_agg(f.owner IS NOT NULL ORDER BY f.i)
+    INTO v_opened, v_tasks, v_started
+    FROM fresh f;
+    v_opened := COALESCE(v_opened, ARRAY[]::INT[]);
+    RETURN QUERY
+        SELECT o.i, CASE WHEN o.started THEN 'started' ELSE 'accepted' END, o.task, TRUE, FALSE,
+               '[]'::JSONB
+        FROM UNNEST(v_opened, v_tasks, v_started) AS o(i, task, started);
     FOR i IN 1 .. COALESCE(jsonb_array_length(p_calls), 0) LOOP
+        CONTINUE WHEN i = ANY (v_opened);
         -- (The call's object read whole, arrays included: migration 0013.)
         v_call := jsonb_populate_record(NULL::agwire_accept_call, p_calls -> (i - 1));
         n := i;
@@ -398,6 +460,14 @@ END $$;
 -- (n = 1..), its first event's number (NULL when the run is not running),
 -- then for each end (n continuing) its terminal event's number (NULL when
 -- the run had already ended).
+--
+-- The common end is written set-based too, for the whole group at once: an
+-- end that leaves no tool call pending and carries no UI, the only end of
+-- its thread in the group. One statement ends them all and counts their
+-- tokens, one locks their threads, and one writes their messages and log
+-- rows — `agwire_end`'s rules exactly, without its dozen statements per
+-- end (issue 47). The rest go after them, one by one, in order: they share
+-- no run and no thread with them, so the order changes no answer.
 CREATE OR REPLACE FUNCTION agwire_write_many(p_tasks TEXT[], p_batches TEXT[], p_counts INT[], p_ends JSONB)
 RETURNS TABLE (n INT, first BIGINT)
 -- (Generic plans for the statements of the calls it makes: a custom
@@ -410,6 +480,13 @@ DECLARE
     v_firsts BIGINT[];
     v_notes TEXT[];
     v_end agwire_end_call;
+    v_plain INT[];
+    v_ended INT[];
+    v_threads TEXT[];
+    v_runs TEXT[];
+    v_rolled BOOLEAN[];
+    v_lasts BIGINT[];
+    v_waits BOOLEAN;
     i INT;
 BEGIN
     IF v_count > 0 THEN
@@ -446,7 +523,97 @@ BEGIN
             LEFT JOIN UNNEST(v_ns, v_firsts) AS w(n, first) ON w.n = c.n
             ORDER BY c.n;
     END IF;
+    IF COALESCE(jsonb_array_length(p_ends), 0) > 0 THEN
+        -- The common ends: the runs ended, their tokens counted.
+        WITH calls AS (
+            SELECT c.*, c.ordinality::INT AS i
+            FROM jsonb_populate_recordset(NULL::agwire_end_call, p_ends) WITH ORDINALITY AS c
+        ), placed AS (
+            SELECT c.*, COUNT(*) OVER (PARTITION BY r.thread_id) AS on_thread,
+                   COUNT(*) OVER (PARTITION BY c.task) AS as_task
+            FROM calls c JOIN runs r ON r.task_id = c.task
+        ), plain AS (
+            SELECT p.* FROM placed p
+            WHERE p.on_thread = 1 AND p.as_task = 1
+              AND COALESCE(cardinality(p.call_ids), 0) = 0 AND p.ui_answer IS NULL
+        ), ended AS (
+            UPDATE runs r SET status = p.status, error = p.error, usage = p.usage,
+                              finished_at = p.now, owner = NULL, lease_until_ms = NULL
+            FROM plain p
+            WHERE r.task_id = p.task AND r.status IN ('queued', 'running')
+              AND (COALESCE(p.n_events, 0) = 0 OR r.status = 'running')
+            RETURNING p.i, r.thread_id, r.run_id, r.user_id, p.tokens, p.now,
+                      r.stop_requested IS NOT DISTINCT FROM 'rollback' AS rolled_back
+        ), counted AS (
+            INSERT INTO token_usage AS u (user_id, day, tokens)
+            SELECT e.user_id, floor(e.now / 86400000.0)::BIGINT, SUM(e.tokens)::BIGINT
+            FROM ended e WHERE COALESCE(e.tokens, 0) > 0
+            GROUP BY 1, 2 ORDER BY 1, 2
+            ON CONFLICT (user_id, day) DO UPDATE SET tokens = u.tokens + EXCLUDED.tokens
+        )
+        SELECT (SELECT COALESCE(array_agg(p.i), ARRAY[]::INT[]) FROM plain p),
+               COALESCE(array_agg(e.i ORDER BY e.i), ARRAY[]::INT[]),
+               array_agg(e.thread_id ORDER BY e.i), array_agg(e.run_id ORDER BY e.i),
+               array_agg(e.rolled_back ORDER BY e.i)
+        INTO v_plain, v_ended, v_threads, v_runs, v_rolled
+        FROM ended e;
+        IF cardinality(v_ended) > 0 THEN
+            -- Their threads' locks (accepts add messages under them), in
+            -- one order; then the messages numbered on from what is there.
+            PERFORM 1 FROM threads t WHERE t.id = ANY (v_threads) ORDER BY t.id FOR UPDATE;
+            WITH calls AS (
+                SELECT c.*, c.ordinality::INT AS i
+                FROM jsonb_populate_recordset(NULL::agwire_end_call, p_ends) WITH ORDINALITY AS c
+            ), done AS (
+                SELECT c.*, d.thread, d.run, d.rolled_back,
+                       COALESCE((SELECT e.seq + e.n_events - 1 FROM run_events e WHERE e.task_id = c.task
+                                 ORDER BY e.seq DESC LIMIT 1), 0) AS last,
+                       COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.thread_id = d.thread), 0) AS said
+                FROM UNNEST(v_ended, v_threads, v_runs, v_rolled) AS d(i, thread, run, rolled_back)
+                JOIN calls c ON c.i = d.i
+            ), logged AS (
+                -- The row: the last events and the terminal one; a run
+                -- that ends before its first event was written still gets
+                -- a valid log (RUN_STARTED first).
+                SELECT d.*,
+                       CASE WHEN COALESCE(d.n_events, 0) > 0 THEN d.events || E'\n' || d.terminal
+                            WHEN d.last = 0 THEN jsonb_build_object('type', 'RUN_STARTED',
+                                'threadId', d.thread, 'runId', d.run)::TEXT || E'\n' || d.terminal
+                            ELSE d.terminal END AS row_events,
+                       CASE WHEN COALESCE(d.n_events, 0) > 0 THEN d.n_events + 1
+                            WHEN d.last = 0 THEN 2 ELSE 1 END AS row_n
+                FROM done d
+            ), output AS (
+                -- (A run a rollback took back adds nothing to its thread.)
+                INSERT INTO messages (thread_id, seq, id, run_id, role, body, created_at, shown)
+                SELECT l.thread, l.said + t.k, t.id, l.run, t.role, t.body, l.now, COALESCE(t.shown, FALSE)
+                FROM logged l,
+                     UNNEST(l.ids, l.roles, l.bodies, l.shown) WITH ORDINALITY AS t(id, role, body, shown, k)
+                WHERE NOT l.rolled_back
+            ), written AS (
+                INSERT INTO run_events (task_id, seq, n_events, events)
+                SELECT l.task, l.last + 1, l.row_n, l.row_events FROM logged l ORDER BY l.task
+            )
+            SELECT array_agg(l.last + l.row_n ORDER BY l.i),
+                   array_agg(format('a %s %s %s', l.last + 1, l.last + l.row_n, l.task) ORDER BY l.i),
+                   bool_or(EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = l.thread AND r.status = 'queued'))
+            INTO v_lasts, v_notes, v_waits
+            FROM logged l;
+            FOR i IN 0 .. (cardinality(v_notes) - 1) / 100 LOOP
+                PERFORM pg_notify('agwire', array_to_string(v_notes[i * 100 + 1 : i * 100 + 100], E'\n'));
+            END LOOP;
+            -- A thread's next run, if one waits, is runnable now.
+            IF v_waits THEN
+                PERFORM pg_notify('agwire', 'r');
+            END IF;
+        END IF;
+        RETURN QUERY
+            SELECT v_count + p.i, w.last
+            FROM UNNEST(v_plain) AS p(i)
+            LEFT JOIN UNNEST(v_ended, v_lasts) AS w(i, last) ON w.i = p.i;
+    END IF;
     FOR i IN 1 .. COALESCE(jsonb_array_length(p_ends), 0) LOOP
+        CONTINUE WHEN i = ANY (v_plain);
         -- (The end's object read whole, arrays included: migration 0013.)
         v_end := jsonb_populate_record(NULL::agwire_end_call, p_ends -> (i - 1));
         n := v_count + i;
