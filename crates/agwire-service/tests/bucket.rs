@@ -362,8 +362,11 @@ async fn deleting_a_thread_removes_its_images_from_the_bucket() {
         uuid::Uuid::new_v4().to_string(),
         uuid::Uuid::new_v4().to_string(),
     );
+    // Each thread's image, as the bucket names it.
+    let mut objects_of = Vec::new();
     for (thread, run) in [(&kept, "k1"), (&gone, "g1")] {
         let uploaded = json_of(upload_as(addr, None, PNG.to_vec()).await, 201).await;
+        objects_of.push(format!("{prefix}/{}", uploaded["id"].as_str().unwrap()));
         let url = uploaded["url"].as_str().unwrap();
         assert_eq!(
             post_as(addr, None, &with_image(thread, run, url))
@@ -374,15 +377,18 @@ async fn deleting_a_thread_removes_its_images_from_the_bucket() {
         );
         common::wait_status(addr, run, "succeeded").await;
     }
-    assert_eq!(objects(&weed, &prefix).await.len(), 2);
+    let mut both = objects_of.clone();
+    both.sort();
+    assert_eq!(objects(&weed, &prefix).await, both);
     let deleted = reqwest::Client::new()
         .delete(format!("http://{addr}/api/v1/agent/threads/{gone}"))
         .send()
         .await
         .unwrap();
     assert_eq!(deleted.status().as_u16(), 204);
-    let left = objects(&weed, &prefix).await;
-    assert_eq!(left.len(), 1, "{left:?}");
+    // The deleted thread's image is gone, and the kept thread's is the one
+    // left (not merely one object of two).
+    assert_eq!(objects(&weed, &prefix).await, [objects_of[0].clone()]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,10 +41,21 @@ async fn two_replicas_share_attachments_through_one_bucket() {
     env.push(("AGWIRE_DATABASE_URL", database.url.clone()));
     env.push(("AGWIRE_ATTACHMENTS_URL", bucket_url));
     env.push(("AGWIRE_JWT_SECRET", SECRET.to_owned()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let replicas: Vec<_> = (0..2)
-        .map(|_| serve(&data_dir("bucket-replica"), &[], &env))
-        .collect();
+    // Each replica its own model provider (a test double speaking the
+    // OpenAI wire): what each one's agents were given, and so which
+    // replica executed a run, is on record.
+    let mut providers = Vec::new();
+    let mut replicas = Vec::new();
+    for _ in 0..2 {
+        let (provider, seen) = common::fake_provider(None).await;
+        let mut env = env.clone();
+        env.push(("AGWIRE_LLM_BASE_URL", provider));
+        env.push(("AGWIRE_LLM_API_KEY", "sk-local".to_owned()));
+        env.push(("AGWIRE_LLM_MODEL", "fake-model".to_owned()));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        replicas.push(serve(&data_dir("bucket-replica"), &[], &env));
+        providers.push(seen);
+    }
     let (a, b) = (&replicas[0].base, &replicas[1].base);
     let client = reqwest::Client::new();
     let (alice, bob) = (token("alice"), token("bob"));
@@ -101,9 +112,34 @@ async fn two_replicas_share_attachments_through_one_bucket() {
         .await
         .unwrap();
     assert_eq!(streamed.status().as_u16(), 200);
-    let text = streamed.text().await.unwrap();
+    let text = tokio::time::timeout(std::time::Duration::from_secs(60), streamed.text())
+        .await
+        .expect("the run's stream ends within 60 s")
+        .unwrap();
     assert!(text.contains("RUN_FINISHED"), "{text}");
     assert!(!text.contains("RUN_ERROR"), "{text}");
+    // The second replica executed it, and its agent was given the very
+    // bytes uploaded to the first (as a PNG data URL); the first replica's
+    // model saw nothing of it.
+    let image = {
+        use base64::Engine;
+        format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(&png)
+        )
+    };
+    let gave_image = |seen: &common::Seen| {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|(request, _)| request["messages"].to_string().contains(&image))
+            .count()
+    };
+    assert!(
+        gave_image(&providers[1]) > 0,
+        "replica b's model never saw the image"
+    );
+    assert_eq!(gave_image(&providers[0]), 0, "replica a executed the run");
 
     // History, read on the first replica, hands out a fresh presigned URL;
     // a client with no token and no replica downloads the image with it.

@@ -38,9 +38,9 @@ struct Seen {
     ids: Vec<u64>,
     connections: usize,
     /// Connections that ended (cut off, or closed) before the run's
-    /// terminal event without the follower leaving: each was resumed on
-    /// another replica.
-    cut_off: usize,
+    /// terminal event without the follower leaving, by the replica that
+    /// served them: each was resumed on another replica.
+    cut_off: BTreeMap<usize, usize>,
 }
 
 /// Followers connected to the victim now, still waiting for their run's
@@ -100,9 +100,13 @@ async fn follow(
         let mut taken = 0;
         loop {
             // Cut off (a replica killed) or ended without the terminal
-            // event: resume elsewhere.
-            let Ok(Some(chunk)) = response.chunk().await else {
-                seen.cut_off += 1;
+            // event: resume elsewhere. (Bounded: a replica that stops
+            // sending without closing fails the test, not the run's wall.)
+            let chunk = tokio::time::timeout_at(deadline.into(), response.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("{run}: no frame from {base} before the deadline"));
+            let Ok(Some(chunk)) = chunk else {
+                *seen.cut_off.entry(on).or_default() += 1;
                 continue 'connections;
             };
             let mut frames = Vec::new();
@@ -367,7 +371,7 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
 
     let mut saw_every_event_once = 0;
     let mut resumed = 0;
-    let mut cut_off = 0;
+    let mut cut_off: BTreeMap<usize, usize> = BTreeMap::new();
     let mut logs: BTreeMap<String, Vec<Event>> = BTreeMap::new();
     for (run, follower) in followers {
         let seen = follower.await.unwrap();
@@ -381,7 +385,9 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
         );
         saw_every_event_once += 1;
         resumed += usize::from(seen.connections > 1);
-        cut_off += seen.cut_off;
+        for (replica, n) in seen.cut_off {
+            *cut_off.entry(replica).or_default() += n;
+        }
         logs.insert(run, log);
     }
     // Every user message in its thread exactly once (any replica answers).
@@ -447,12 +453,22 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
         );
     }
     // Streams the kill cut off resumed on another replica (and, above, saw
-    // every event exactly once).
-    assert!(cut_off > 0, "no stream was cut off by the kill");
+    // every event exactly once); a surviving replica cut none short (the
+    // client's resuming would hide it).
+    assert!(
+        cut_off.get(&VICTIM).is_some_and(|n| *n > 0),
+        "no stream was cut off by the kill: {cut_off:?}"
+    );
+    for (replica, n) in &cut_off {
+        assert!(
+            *replica == VICTIM || *n == 0,
+            "surviving replica {replica} cut {n} streams short before their run's end: {cut_off:?}"
+        );
+    }
     pool.close().await;
     eprintln!(
         "3 replicas, one killed: {} runs accepted, {saw_every_event_once} followed exactly once \
-         ({resumed} resumed on another replica, {cut_off} connections cut off), {} interrupted \
+         ({resumed} resumed on another replica, connections cut off by replica {cut_off:?}), {} interrupted \
          by the kill, of the {} it held",
         accepted.len(),
         interrupted.len(),
