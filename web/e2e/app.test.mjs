@@ -105,9 +105,17 @@ async function seed(dir) {
  * axe-core on the page as it is now: no violation of impact serious or
  * critical (each printed in full otherwise).
  */
-async function axe(page, view) {
+async function axe(page, view, { minContrastChecked = 0 } = {}) {
   if (!(await page.evaluate(() => typeof window.axe === "object"))) await page.evaluate(AXE);
   const violations = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] })).violations);
+  if (minContrastChecked > 0) {
+    // The elements whose colours axe judged: a page not drawn yet has next to none.
+    const checked = await page.evaluate(async () => {
+      const { passes, violations, incomplete } = await window.axe.run(document, { runOnly: ["color-contrast"] });
+      return [...passes, ...violations, ...incomplete].reduce((n, rule) => n + rule.nodes.length, 0);
+    });
+    assert.ok(checked >= minContrastChecked, `axe on ${view}: only ${checked} elements' contrast checked (at least ${minContrastChecked} expected)`);
+  }
   const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
   const full = bad.map((v) => ({
     id: v.id,
@@ -500,9 +508,17 @@ browserTest("provider: collapsed reasoning, a render_ui card with every node, a 
   const live = await card.evaluate((el) => el.outerHTML);
   await card.getByRole("button", { name: "Go dark" }).click();
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "dark");
-  await page.waitForTimeout(300); // the colours' transition
+  // Drawn dark: the page's background is the dark one and no colour is
+  // still in transition (bounded).
+  await page.waitForFunction(
+    () =>
+      getComputedStyle(document.body).backgroundColor === "rgb(17, 17, 20)" &&
+      document.getAnimations().every((a) => !(a instanceof CSSTransition) || a.playState === "finished"),
+    null,
+    { timeout: 10_000 },
+  );
   await page.screenshot({ path: join(OUT, "card-dark-1280.png") });
-  await axe(page, "chat with cards, dark theme");
+  await axe(page, "chat with cards, dark theme", { minContrastChecked: 20 });
   await page.reload();
   const fromHistory = page.locator("[data-testid=ui-card]").last();
   await fromHistory.waitFor();
@@ -603,20 +619,39 @@ browserTest("keyboard and screen readers: every control is named and reachable; 
   const { page, check } = await app(front.base, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
   await page.locator("#message").waitFor();
   await idle(page);
-  for (const hash of ["#/chat", "#/calendar", "#/automations"]) {
+  // Each view is drawn once what it loads is shown (the seeded thread's
+  // turns, the calendar's events or its empty note, the seeded job) and
+  // nothing says "Loading…"; the scan then has at least `controls` in main.
+  const views = [
+    { hash: "#/chat", ready: "[data-testid=day], [data-testid=empty]", controls: 8 },
+    { hash: "#/calendar", ready: "[data-testid=calendar-event], [data-testid=calendar-empty]", controls: 5 },
+    { hash: "#/automations", ready: ".jobs > li", controls: 4 },
+  ];
+  const CONTROLS = "button, a[href], input, textarea, select";
+  for (const { hash, ready, controls } of views) {
     await page.goto(`${front.base}/${hash}`);
     await page.locator("main h1").waitFor();
-    await page.waitForTimeout(300);
-    const unnamed = await page.evaluate(() =>
-      [...document.querySelectorAll("button, a[href], input, textarea, select")]
-        .filter((el) => !el.closest("[hidden]") && el.getAttribute("type") !== "hidden")
+    await page.locator(ready).first().waitFor({ timeout: 10_000 });
+    await page.waitForFunction(
+      ({ CONTROLS, controls }) =>
+        document.querySelectorAll(`main :is(${CONTROLS})`).length >= controls &&
+        ![...document.querySelectorAll("main *")].some((el) => el.childElementCount === 0 && el.textContent.trim() === "Loading…"),
+      { CONTROLS, controls },
+      { timeout: 10_000 },
+    );
+    const { scanned, inMain, unnamed } = await page.evaluate((CONTROLS) => {
+      const shown = [...document.querySelectorAll(CONTROLS)].filter((el) => !el.closest("[hidden]") && el.getAttribute("type") !== "hidden");
+      const unnamed = shown
         .filter((el) => {
           const labelled = el.labels && el.labels.length > 0;
           const name = (el.getAttribute("aria-label") || el.textContent || el.getAttribute("title") || "").trim();
           return !labelled && !name;
         })
-        .map((el) => el.outerHTML.slice(0, 80)),
-    );
+        .map((el) => el.outerHTML.slice(0, 80));
+      return { scanned: shown.length, inMain: shown.filter((el) => el.closest("main")).length, unnamed };
+    }, CONTROLS);
+    console.log(`${hash}: ${scanned} controls scanned, ${inMain} in main`);
+    assert.ok(inMain >= controls && scanned >= controls + 5, `${hash}: only ${scanned} controls scanned (${inMain} in main): the view was not drawn`);
     assert.deepEqual(unnamed, [], `${hash}: controls without a name`);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 0, `${hash}: ${overflow}px sideways`);

@@ -65,6 +65,10 @@ async fn start(config: ServeConfig) -> (SocketAddr, Arc<AtomicBool>) {
                 }
             }),
         );
+    (serve(app, config).await, dropped)
+}
+
+async fn serve(app: axum::Router, config: ServeConfig) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(agwire_server::serve_with(
@@ -73,7 +77,7 @@ async fn start(config: ServeConfig) -> (SocketAddr, Arc<AtomicBool>) {
         config,
         std::future::pending(),
     ));
-    (addr, dropped)
+    addr
 }
 
 #[tokio::test]
@@ -98,22 +102,56 @@ async fn pipelined_requests_are_answered_in_order() {
 
 #[tokio::test]
 async fn a_chunked_body_reaches_the_handler_whole() {
-    let (addr, _) = start(ServeConfig::default()).await;
+    // The handler tells each piece of the body as it reads it: the rest is
+    // written only once the server has read the first write, and that
+    // first piece ends mid-chunk ("wi" of "wiki") — a body that arrived
+    // whole would have come as the whole chunk.
+    let (pieces, mut read) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+    let app = axum::Router::new()
+        .route(
+            "/pieces",
+            post(move |body: axum::body::Body| {
+                let pieces = pieces.clone();
+                async move {
+                    let mut body = body.into_data_stream();
+                    let mut len = 0;
+                    while let Some(piece) = futures_util::StreamExt::next(&mut body).await {
+                        let piece = piece.unwrap();
+                        len += piece.len();
+                        let _ = pieces.send(piece);
+                    }
+                    len.to_string()
+                }
+            }),
+        )
+        .route("/hello", get(|| async { "hello" }));
+    let addr = serve(app, ServeConfig::default()).await;
     let mut socket = TcpStream::connect(addr).await.unwrap();
     socket
-        .write_all(
-            b"POST /len HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n4\r\nwiki\r\n",
-        )
+        .write_all(b"POST /pieces HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n4\r\nwi")
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let first = tokio::time::timeout(Duration::from_secs(10), read.recv())
+        .await
+        .expect("the handler read nothing of the first write within 10 s")
+        .unwrap();
+    assert_eq!(
+        first,
+        Bytes::from_static(b"wi"),
+        "the first write did not reach the handler alone: the body was not split"
+    );
     socket
-        .write_all(b"6;ext=1\r\npedia \r\n0\r\ntrailer: x\r\n\r\nGET /hello HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
+        .write_all(b"ki\r\n6;ext=1\r\npedia \r\n0\r\ntrailer: x\r\n\r\nGET /hello HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
         .await
         .unwrap();
     let text = read_to_end(&mut socket).await;
     assert!(text.contains("\r\n\r\n10"), "{text}");
     assert!(text.ends_with("hello"), "the connection carried on: {text}");
+    let mut whole = first.to_vec();
+    while let Ok(piece) = read.try_recv() {
+        whole.extend_from_slice(&piece);
+    }
+    assert_eq!(whole, b"wikipedia ");
 }
 
 #[tokio::test]

@@ -1538,14 +1538,26 @@ async fn a_replica_that_stops_renewing_its_leases_leaves_its_runs_abandoned() {
     tokio::time::sleep(lease * 2).await;
     assert!(survivor.abandoned_runs().await.unwrap().is_empty());
     drop(doomed);
-    tokio::time::sleep(lease + lease / 2).await;
-    let abandoned: Vec<String> = survivor
-        .abandoned_runs()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|run| run.task_id)
-        .collect();
+    // Until the doomed replica's lease runs out, as the survivor's sweep
+    // sees it (polled, bounded: the lease is 800 ms, the bound 30 s).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let abandoned: Vec<String> = loop {
+        let abandoned: Vec<String> = survivor
+            .abandoned_runs()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|run| run.task_id)
+            .collect();
+        if !abandoned.is_empty() {
+            break abandoned;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stopped replica's lease never ran out: nothing abandoned after 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
     assert_eq!(abandoned, [on_doomed.task_id]);
     assert_ne!(abandoned[0], on_survivor.task_id);
 }
