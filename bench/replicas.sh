@@ -7,7 +7,8 @@
 #   the SSE frame (token_latency) on each store;
 # then PostgreSQL's own floors on the same server at the same concurrency:
 # pgbench's simple-update TPS (-N), and pgbench writing a run's own rows in
-# the service's schema (bench/pg_floor: accepts, whole runs).
+# the service's schema (bench/pg_floor: accepts, whole runs), and one token's
+# append committed alone (its latency: the token floor on PostgreSQL).
 #
 # With two replicas, one wrk per replica takes half the connections (a
 # load balancer's round-robin) and their rates are summed. Scaling on this
@@ -214,3 +215,14 @@ floor_sql() {
 url=$(database); replica --database-url "$url" >/dev/null; stop_all
 printf 'pgbench with a run'"'"'s rows (bench/pg_floor, -c%s -j2) on the same server: accepts %s TPS, whole runs (log in %s row(s)) %s TPS\n' \
   "$CONNS" "$(floor_sql accept "$url")" "${WRITES:-1}" "$(floor_sql run "$url")"
+
+# A token's floor on PostgreSQL: what one append writes (bench/pg_floor/
+# append.sql), one client, each transaction's latency logged — the commit a
+# token waits for before it is published, with nothing of the service
+# around it. Beside token_latency's PostgreSQL row above.
+psql "$url" -qc "INSERT INTO threads (id, user_id, created_at, last_active_at) VALUES ('floor-append', 'local', 0, 0);
+  INSERT INTO runs (task_id, user_id, thread_id, run_id, request_hash, created_thread, status, input, created_at, runtime_mode)
+  VALUES ('floor-append', 'local', 'floor-append', 'floor-append', 'hash', true, 'running', '{}', 0, 'chat')" >/dev/null
+(cd "$WORK" && pgbench -n -c 1 -T "$SECS" -l --log-prefix=append -f "$OLDPWD/bench/pg_floor/append.sql" "$url" >/dev/null 2>&1)
+printf 'one append'"'"'s commit (bench/pg_floor/append.sql, pgbench -c1, the token floor on PostgreSQL): %s\n' \
+  "$(cat "$WORK"/append.* | awk '{print $3}' | sort -n | awk '{v[NR] = $1} END {printf "p50 %d us, p90 %d us, p99 %d us (%d commits)", v[int(NR * 0.5)], v[int(NR * 0.9)], v[int(NR * 0.99)], NR}')"

@@ -1335,7 +1335,14 @@ async fn send_raw(probe: &Probe) -> Result<Answer, String> {
     // a long request: a failed write is not yet a missing answer.
     let _ = socket.write_all(&request).await;
     let mut seen = Vec::new();
-    let _ = socket.read_to_end(&mut seen).await;
+    // Bounded: a server that neither answers nor closes fails the probe.
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        socket.read_to_end(&mut seen),
+    )
+    .await
+    .map_err(|_| "no answer and no close within 30 s".to_owned())?
+    .ok();
     let Some(split) = seen.windows(4).position(|w| w == b"\r\n\r\n") else {
         return Err(format!(
             "no answer: {:?}",

@@ -191,7 +191,20 @@ async fn a_large_upload_goes_up_in_parts_and_comes_back_whole() {
         .unwrap();
     assert_eq!(fetched.len(), image.len());
     assert_eq!(sha2::Sha256::digest(&fetched), sha2::Sha256::digest(&image));
-    assert_eq!(objects(&weed, &prefix).await.len(), 1);
+    let stored = objects(&weed, &prefix).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    // It went up in parts: S3 (and SeaweedFS) give an object completed from
+    // a multipart upload the ETag `"<digest of the parts' digests>-<parts>"`,
+    // a single PUT the plain MD5 of its bytes.
+    let head = bucket_client(&weed)
+        .head(&object_store::path::Path::from(stored[0].as_str()))
+        .await
+        .unwrap();
+    let etag = head.e_tag.unwrap_or_default();
+    assert!(
+        etag.trim_matches('"').ends_with("-2"),
+        "a 9 MiB upload in 5 MiB parts has a two-part ETag, not {etag:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,7 +252,25 @@ async fn a_run_takes_its_users_presigned_url_and_the_model_sees_the_image() {
         resigned,
     ] {
         let refused = post_as(addr, Some("alice"), &with_image(&thread, "a0", &tampered)).await;
-        assert_eq!(refused.status().as_u16(), 422, "{tampered}");
+        assert_eq!(
+            json_of(refused, 422).await,
+            json!({"detail": "binary content url is not a valid signed URL"}),
+            "{tampered}"
+        );
+    }
+    // None of the refusals wrote anything: no run a0, no thread.
+    let client = reqwest::Client::new();
+    for path in [
+        "/api/v1/agent/runs/a0".to_owned(),
+        format!("/api/v1/agent/threads/{thread}"),
+    ] {
+        let answer = client
+            .get(format!("http://{addr}{path}"))
+            .bearer_auth(token("alice"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 404, "{path}");
     }
 
     // The owner's run: accepted, the model gets the bytes inline.

@@ -555,7 +555,22 @@ async fn attachments_upload_sign_verify_and_reappear_freshly_signed_in_history()
         ]),
     );
     assert_eq!(post(addr, &run, None).await.status().as_u16(), 202);
-    events(addr, "att-1", None).await;
+    // It ran to its end with the message's text (the built-in agent says
+    // it back): a run whose image cannot be read ends in RUN_ERROR.
+    let log = events(addr, "att-1", None).await;
+    assert_valid_log(&log, &thread, "att-1");
+    assert!(
+        matches!(log.last(), Some((_, Event::RunFinished(_)))),
+        "{log:?}"
+    );
+    let said: String = log
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::TextMessageContent(c) => Some(c.delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, "You said: what is this?");
     let history: Value = client
         .get(format!(
             "http://{addr}/api/v1/agent/history?threadId={thread}"
@@ -826,4 +841,45 @@ async fn the_store_under_test_is_the_one_asked_for() {
         "the service suites run on {asked}: {}",
         server.database.describe()
     );
+}
+
+/// The bucket pass keeps attachments where it says: with
+/// `AGWIRE_TEST_ATTACHMENTS=bucket` an upload is an object in the service's
+/// bucket, served by the bucket's own presigned URL; without, it is served
+/// by the service and no bucket exists. (Named `attachments_…` so that the
+/// bucket pass's filter selects it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_are_kept_where_the_pass_asked() {
+    let server = common::start(
+        &agwire_service::Config::default(),
+        BuiltinAgent::default(),
+        agwire_service::auth::Auth::none(),
+    )
+    .await;
+    let uploaded: Value = reqwest::Client::new()
+        .post(format!("http://{}/api/v1/agent/attachments", server.addr))
+        .header("content-type", "image/png")
+        .body(PNG)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = uploaded["id"].as_str().unwrap();
+    let url = uploaded["url"].as_str().unwrap();
+    assert_eq!(server.bucket.is_some(), common::in_bucket());
+    match &server.bucket {
+        Some((weed, prefix)) => {
+            assert!(url.starts_with(&format!("{}/", weed.endpoint)), "{url}");
+            assert!(url.contains("X-Amz-Signature="), "{url}");
+            assert_eq!(server.objects().await, vec![format!("{prefix}/{id}")]);
+            eprintln!("attachments under test: the bucket {}", weed.endpoint);
+        }
+        None => {
+            let own = format!("http://{}/api/v1/agent/attachments/{id}?", server.addr);
+            assert!(url.starts_with(&own), "{url}");
+            eprintln!("attachments under test: the service's own store");
+        }
+    }
 }

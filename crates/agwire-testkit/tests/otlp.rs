@@ -715,8 +715,12 @@ async fn a_child_process_exports_by_the_environment() {
             .env("OTEL_SERVICE_NAME", "otlp-child")
             .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
-            .output()
+            // Bounded: a child that hangs is killed (on drop) and fails.
+            .kill_on_drop(true)
+            .output();
+        let child = tokio::time::timeout(Duration::from_secs(120), child)
             .await
+            .unwrap_or_else(|_| panic!("the child ({protocol}) did not exit within 120 s"))
             .unwrap();
         assert!(
             child.status.success(),

@@ -213,7 +213,8 @@ async fn copy_to_bucket_moves_a_databases_images_once() {
         for (key, value) in &env {
             command.env(key, value);
         }
-        let output = command.output().unwrap();
+        let output =
+            agwire_testkit::peers::output_within(command, None, agwire_testkit::peers::PEER_BOUND);
         assert!(output.status.success(), "{output:?}");
         String::from_utf8(output.stdout).unwrap()
     };

@@ -253,6 +253,38 @@ async fn three_replicas_on_one_database_behave_as_one_service_and_survive_a_kill
     assert_eq!(accepted.status().as_u16(), 202);
     let ran = wait_terminal(&client, &bases[0], "with-image").await;
     assert_eq!(ran["status"], "succeeded", "{ran}");
+    // Its log is valid on the third replica, and its thread, read there,
+    // keeps the image, whose freshly signed URL serves the uploaded bytes.
+    // (The replicas run the built-in agent, which reads no image: that an
+    // agent on another replica is given these bytes, and which replica
+    // executed, is bucket_replicas', where each replica has a model.)
+    let thread = with_image["threadId"].as_str().unwrap();
+    let said: String = checked_log(&client, &bases[2], thread, "with-image")
+        .await
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextMessageContent(c) => Some(c.delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, "You said: what is this?");
+    let history = get(
+        &client,
+        &bases[2],
+        &format!("/api/v1/agent/history?threadId={thread}"),
+    )
+    .await;
+    let attachments = &history["messages"][0]["attachments"];
+    assert_eq!(attachments.as_array().map(Vec::len), Some(1), "{history}");
+    let fresh = attachments[0]["url"].as_str().unwrap();
+    let fresh = if fresh.starts_with("http") {
+        fresh.to_owned()
+    } else {
+        format!("{}{fresh}", bases[0])
+    };
+    let again = client.get(&fresh).send().await.unwrap();
+    assert_eq!(again.status().as_u16(), 200, "{fresh}");
+    assert_eq!(again.bytes().await.unwrap().as_ref(), png.as_slice());
 
     // Posted round-robin; each followed from the next replica.
     let mut accepted: BTreeMap<String, String> = BTreeMap::new(); // run -> thread

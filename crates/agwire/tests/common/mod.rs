@@ -183,7 +183,11 @@ pub(crate) async fn checked_log(
         .send()
         .await
         .unwrap();
-    let bytes = response.bytes().await.unwrap();
+    // A finished run's log ends: bounded, so one that never does fails.
+    let bytes = tokio::time::timeout(Duration::from_secs(120), response.bytes())
+        .await
+        .unwrap_or_else(|_| panic!("{run}: its log did not end within 120 s"))
+        .unwrap();
     let mut frames = Vec::new();
     let mut decoder = agwire_codec::sse::SseDecoder::new();
     decoder.push(&bytes, &mut frames).unwrap();
