@@ -62,6 +62,29 @@ fn shared() -> Option<Arc<LocalModel>> {
     )
 }
 
+/// Calls the hundred-prompt tests make at once.
+const AT_ONCE: usize = 8;
+
+/// One model for the hundred-prompt tests: [`AT_ONCE`] calls in one batch.
+/// A forward pass reads the weights once for the whole batch, and on a
+/// small model reading them is most of its cost, so eight sequences take
+/// little longer per step than two.
+fn batched() -> Option<Arc<LocalModel>> {
+    static MODEL: OnceLock<Arc<LocalModel>> = OnceLock::new();
+    let path = model_path()?;
+    Some(
+        MODEL
+            .get_or_init(|| {
+                let mut config = LocalConfig::new(path);
+                config.parallel = AT_ONCE;
+                config.threads = 2;
+                config.context = 2048;
+                Arc::new(LocalModel::load(config).unwrap())
+            })
+            .clone(),
+    )
+}
+
 pub(super) fn verified(log: &[(u64, Event)], input: &Value) {
     let input: RunAgentInput = serde_json::from_value(input.clone()).unwrap();
     let mut pipeline = Pipeline::for_input(&input);
@@ -107,7 +130,7 @@ fn prompts() -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_router_under_its_schema_always_names_a_catalogue_agent() {
-    let Some(model) = shared() else { return };
+    let Some(model) = batched() else { return };
     let _turn = TURN.lock().await;
     let catalogue = RuntimeConfig::builtin();
     let mut chosen = std::collections::BTreeMap::<String, usize>::new();
@@ -126,7 +149,7 @@ async fn the_router_under_its_schema_always_names_a_catalogue_agent() {
                 )
             }
         })
-        .buffer_unordered(2)
+        .buffer_unordered(AT_ONCE)
         .collect()
         .await;
     assert_eq!(answers.len(), 100);
@@ -149,7 +172,7 @@ async fn the_router_under_its_schema_always_names_a_catalogue_agent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calendar_write_arguments_are_always_valid_against_its_schema() {
-    let Some(model) = shared() else { return };
+    let Some(model) = batched() else { return };
     let _turn = TURN.lock().await;
     let catalogue = RuntimeConfig::builtin();
     let calendar = catalogue.agent("calendar").unwrap();
@@ -179,7 +202,7 @@ async fn calendar_write_arguments_are_always_valid_against_its_schema() {
                 (prompt, answer)
             }
         })
-        .buffer_unordered(2)
+        .buffer_unordered(AT_ONCE)
         .collect()
         .await;
     assert_eq!(answers.len(), 100);
