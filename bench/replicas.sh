@@ -208,7 +208,8 @@ printf 'pgbench simple-update (-N, -c%s -j2, scale 10) on the same server: %s TP
 
 # PostgreSQL's floor for a run's own rows (bench/pg_floor/*.sql): the
 # service's schema (migrated by a replica started on it, then stopped), one
-# transaction per accept or per whole run, at the same concurrency.
+# transaction per accept, three per whole run (the commits the contract
+# needs: bench/pg_floor/run.sql), at the same concurrency.
 floor_sql() {
   pgbench -n -c "$CONNS" -j 2 -T "$SECS" -D "writes=${WRITES:-1}" -f "bench/pg_floor/$1.sql" "$2" 2>/dev/null | awk '/^tps/ {printf "%.0f", $3}'
 }

@@ -2,8 +2,11 @@
 -- its start, its 25 events (RUN_STARTED, a 20-token text message, the
 -- terminal event) as the log stores them, one row per write (`-D writes=N`:
 -- the events split into N rows, as the service's runs in the same bench
--- wrote them), its end and its answer — in the service's schema, one
--- transaction: PostgreSQL's floor for `agwire serve`'s end-to-end runs.
+-- wrote them), its end and its answer — in the service's schema, in the
+-- three commits the contract needs: the accept (durable before its 202: a
+-- crash never loses an accepted run), the start (the claim that keeps
+-- other replicas off the run), and the events with the end. PostgreSQL's
+-- floor for `agwire serve`'s end-to-end runs.
 BEGIN;
 WITH t AS (
   INSERT INTO threads (id, user_id, created_at, last_active_at)
@@ -19,7 +22,11 @@ SELECT gen_random_uuid()::text, 'local', id, gen_random_uuid()::text, 'hash', tr
        1795000000000, 'chat'
 FROM t
 RETURNING task_id AS task, thread_id AS thread \gset
+COMMIT;
+BEGIN;
 UPDATE runs SET status = 'running', started_at = 1795000000000 WHERE task_id = ':task';
+COMMIT;
+BEGIN;
 INSERT INTO run_events (task_id, seq, n_events, events)
 SELECT ':task', min(g), count(*),
        string_agg('{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"word' || g || ' "}', E'\n' ORDER BY g)
