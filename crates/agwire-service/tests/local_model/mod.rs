@@ -45,23 +45,6 @@ pub(super) fn model_path() -> Option<PathBuf> {
 /// outnumber the cores (oversubscribed, they spin against each other).
 pub(super) static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// One model for the tests of this file: two calls generate at once,
-/// batched, on every core.
-fn shared() -> Option<Arc<LocalModel>> {
-    static MODEL: OnceLock<Arc<LocalModel>> = OnceLock::new();
-    let path = model_path()?;
-    Some(
-        MODEL
-            .get_or_init(|| {
-                let mut config = LocalConfig::new(path);
-                config.parallel = 2;
-                config.threads = 2;
-                Arc::new(LocalModel::load(config).unwrap())
-            })
-            .clone(),
-    )
-}
-
 /// Calls the hundred-prompt tests make at once.
 const AT_ONCE: usize = 8;
 
