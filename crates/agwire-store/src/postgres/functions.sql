@@ -249,8 +249,12 @@ END $$;
 CREATE OR REPLACE FUNCTION agwire_accept_many(p_calls JSONB, p_lease_ms BIGINT)
 RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN, stopped JSONB)
 -- (Generic plans for the statements of the calls it makes: a custom
--- plan is planned again at each execution, and none of them needs one.)
+-- plan is planned again at each execution, and none of them needs one.
+-- Its joins look up the group's own rows by key: no hash or merge join,
+-- as in agwire_write_many.)
 SET plan_cache_mode = force_generic_plan
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 LANGUAGE plpgsql AS $$
 DECLARE
     v_call agwire_accept_call;
@@ -471,11 +475,18 @@ END $$;
 CREATE OR REPLACE FUNCTION agwire_write_many(p_tasks TEXT[], p_batches TEXT[], p_counts INT[], p_ends JSONB)
 RETURNS TABLE (n INT, first BIGINT)
 -- (Generic plans for the statements of the calls it makes: a custom
--- plan is planned again at each execution, and none of them needs one.)
+-- plan is planned again at each execution, and none of them needs one.
+-- Every join here looks up a group's own rows by key, so no hash or merge
+-- join: a generic plan guesses 100 rows from a function scan, and with one
+-- it read the whole runs table at every end — 9 ms at 6,600 runs, growing
+-- with the table.)
 SET plan_cache_mode = force_generic_plan
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 LANGUAGE plpgsql AS $$
 DECLARE
     v_count INT := COALESCE(cardinality(p_tasks), 0);
+    v_live TEXT[];
     v_ns INT[];
     v_firsts BIGINT[];
     v_notes TEXT[];
@@ -492,7 +503,12 @@ BEGIN
     IF v_count > 0 THEN
         -- The runs' locks, in one order for every batch: two batches never
         -- wait for each other in a circle.
-        PERFORM 1 FROM runs r WHERE r.task_id = ANY (p_tasks) ORDER BY r.task_id FOR UPDATE;
+        -- Which of them run, read under those locks by key (a join on
+        -- status would scan runs_active, dead entries and all).
+        SELECT COALESCE(array_agg(l.task_id) FILTER (WHERE l.status = 'running'), ARRAY[]::TEXT[])
+        INTO v_live
+        FROM (SELECT r.task_id, r.status FROM runs r WHERE r.task_id = ANY (p_tasks)
+              ORDER BY r.task_id FOR UPDATE) l;
         WITH calls AS (
             SELECT c.n::INT AS n, c.task, c.batch, c.size
             FROM UNNEST(p_tasks, p_batches, p_counts) WITH ORDINALITY AS c(task, batch, size, n)
@@ -500,7 +516,7 @@ BEGIN
             SELECT calls.n, calls.task, calls.batch, calls.size,
                    COALESCE((SELECT e.seq + e.n_events - 1 FROM run_events e WHERE e.task_id = calls.task
                              ORDER BY e.seq DESC LIMIT 1), 0) AS last
-            FROM calls JOIN runs r ON r.task_id = calls.task AND r.status = 'running'
+            FROM calls WHERE calls.task = ANY (v_live)
         ), written AS (
             INSERT INTO run_events (task_id, seq, n_events, events)
             SELECT live.task, live.last + 1, live.size, live.batch FROM live WHERE live.size > 0
