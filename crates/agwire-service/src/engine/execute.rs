@@ -133,8 +133,11 @@ impl Engine {
         started: std::time::Instant,
     ) -> bool {
         // The approvals it leaves expire this long after its end; an
-        // interrupt asking for one says when (AG-UI's `expiresAt`).
-        let calls_expire_at = now_ms()
+        // interrupt asking for one says when (AG-UI's `expiresAt`). One
+        // reading of the clock for both, so a call's `expiresAt` is exactly
+        // the TTL after its `askedAt` (the end's time).
+        let ended_at = now_ms();
+        let calls_expire_at = ended_at
             .saturating_add(i64::try_from(self.tool_call_ttl.as_millis()).unwrap_or(i64::MAX));
         let stated = with_expiry(terminal, calls_expire_at);
         let terminal = stated.as_ref().unwrap_or(terminal);
@@ -201,7 +204,7 @@ impl Engine {
             tokens,
         };
         let started = std::time::Instant::now();
-        let ended = self.store.end_run(task_id, &ending, now_ms()).await;
+        let ended = self.store.end_run(task_id, &ending, ended_at).await;
         self.telemetry
             .store_write("end_run", self.store.database(), started);
         // The run's span (current while it executes) says how it ended.
