@@ -28,7 +28,7 @@ alive() {
 # the same profile, target and features (scripts/build-env.sh, the
 # workspace-hack). A binary built anew here means they drifted apart.
 source scripts/build-env.sh
-binary="target/$CARGO_BUILD_TARGET/release/agwire"
+binary="target/$CARGO_BUILD_TARGET/${AGWIRE_BUILD_PROFILE:-release}/agwire"
 before=$(stat -c '%Y %i %s' "$binary" 2>/dev/null || echo none)
 
 # `cargo run` execs the binary: $pid is agwire serve once it is built.
