@@ -1,6 +1,6 @@
 # Sourced by scripts/test and scripts/serve: how both build, so that the
-# serve command after the tests compiles nothing again. (The profile is the
-# other half: scripts/test sets AGWIRE_BUILD_PROFILE=tests, which
+# serve command after the tests compiles nothing again. (So does the
+# profile: scripts/test sets AGWIRE_BUILD_PROFILE=tests, which
 # scripts/serve builds in when set, release otherwise.)
 #
 # An explicit target (the host's own triple): without one, cargo shares
