@@ -335,14 +335,27 @@ async fn metrics_count_runs_streams_and_appends_and_are_private_with_auth() {
     let thread = uuid::Uuid::new_v4().to_string();
     post(addr, &body(&thread, "m1", "hello"), None).await;
     let log = events(addr, "m1", None).await;
-    let response = reqwest::get(format!("http://{addr}/metrics"))
-        .await
-        .unwrap();
-    assert_eq!(
-        response.headers()["content-type"],
-        "text/plain; version=0.0.4; charset=utf-8"
-    );
-    let text = response.text().await.unwrap();
+    // The run's end is counted once its write returns, which can be just
+    // after a follower has read it: a run that ended before its follower
+    // came is read from the database, whose commit the executing task
+    // learns of a moment later (seen on PostgreSQL). So the counters are
+    // read until they have the run's events, within a bound.
+    let appended = format!("agwire_events_appended_total {}\n", log.len());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let text = loop {
+        let response = reqwest::get(format!("http://{addr}/metrics"))
+            .await
+            .unwrap();
+        assert_eq!(
+            response.headers()["content-type"],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        let text = response.text().await.unwrap();
+        if text.contains(&appended) || std::time::Instant::now() >= deadline {
+            break text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
     assert!(
         text.contains("agwire_runs{status=\"succeeded\"} 1\n"),
         "{text}"
@@ -352,10 +365,7 @@ async fn metrics_count_runs_streams_and_appends_and_are_private_with_auth() {
         "{text}"
     );
     assert!(text.contains("agwire_runs_accepted_total 1\n"), "{text}");
-    assert!(
-        text.contains(&format!("agwire_events_appended_total {}\n", log.len())),
-        "{text}"
-    );
+    assert!(text.contains(&appended), "{text}");
     assert!(text.contains("agwire_active_streams 0\n"), "{text}");
     assert!(
         text.contains("agwire_event_append_seconds_count "),
