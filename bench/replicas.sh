@@ -17,12 +17,17 @@
 # its own — QUOTA% of one core (default 20), a cgroup's CPU quota — small
 # enough that the replicas, not PostgreSQL or wrk, are what limits: one
 # replica against two, as replicas on machines of their own would be.
+# Two 2-replica quota rows: the connections split between them (the same
+# clients), and each replica given as many as the one replica had (twice
+# the clients) — the first halves each replica's write groups.
 # (Without a writable cgroup CPU controller those rows are skipped, said.)
 #
 # Usage: bench/replicas.sh [seconds per wrk run (10)] [connections (16)]
 # AGWIRE_BIN: the agwire binary to measure (default: this tree's build;
 # token_latency is always this tree's).
 # QUOTA: each replica's share of one core in the quota rows (20).
+# ROUNDS: how many times the quota rows are measured, each printed as its
+# median with every round's figures (3).
 # AGWIRE_BENCH_PG_URL: a PostgreSQL server to create databases on
 # (default postgres://postgres@127.0.0.1:5432/postgres).
 set -euo pipefail
@@ -170,11 +175,37 @@ log_shape "$url"
 stop_all
 Q=${QUOTA:-20}
 if [ -n "$CGROUP_CPU" ]; then
-  url=$(database); a=$(replica_quota "$Q" --database-url "$url")
-  row "PostgreSQL, 1 replica at $Q% of a core" "$a"
-  stop_all
-  url=$(database); a=$(replica_quota "$Q" --database-url "$url"); b=$(replica_quota "$Q" --database-url "$url")
-  row "PostgreSQL, 2 replicas at $Q% of a core each" "$a" "$b"
+  # Noisy at a fraction of a core: ROUNDS rounds (3), each row's median.
+  # The second 2-replica row gives each replica the connections one
+  # replica had (a load balancer in front of twice the clients): with the
+  # connections split, each replica's groups are half as large, and a
+  # group's round trip is a replica's own cost too.
+  rounds=${ROUNDS:-3}
+  one=() split=() each=()
+  for _ in $(seq "$rounds"); do
+    url=$(database); a=$(replica_quota "$Q" --database-url "$url")
+    one+=("$(row "" "$a")")
+    stop_all
+    url=$(database); a=$(replica_quota "$Q" --database-url "$url"); b=$(replica_quota "$Q" --database-url "$url")
+    split+=("$(row "" "$a" "$b")")
+    each+=("$(CONNS=$((CONNS * 2)) row "" "$a" "$b")")
+    stop_all
+  done
+  python3 - "$Q" "$CONNS" "$rounds" "${one[*]}" "${split[*]}" "${each[*]}" <<'PY'
+import statistics, sys
+q, conns, rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rows = [[int(x) for x in arg.split()] for arg in sys.argv[4:7]]
+def medians(row):
+    return statistics.median(row[0::2]), statistics.median(row[1::2])
+one, split, each = (medians(r) for r in rows)
+labels = [f"PostgreSQL, 1 replica at {q}% (median of {rounds})",
+          f"PostgreSQL, 2 replicas at {q}%, c{conns} split",
+          f"PostgreSQL, 2 replicas at {q}%, c{conns} each"]
+for label, (acc, e2e), raw in zip(labels, (one, split, each), rows):
+    print(f"  {label:<44} {acc:10.0f} {e2e:10.0f}   (rounds: {' '.join(map(str, raw))})")
+print(f"  1 -> 2 replicas at {q}%: {split[0] / one[0]:.2f}x accepted, {split[1] / one[1]:.2f}x e2e "
+      f"(connections split); {each[0] / one[0]:.2f}x, {each[1] / one[1]:.2f}x (c{conns} each)")
+PY
   stop_all
 else
   echo "  (quota rows skipped: no writable cgroup CPU controller)"
