@@ -2315,6 +2315,33 @@ async fn a_claims_briefing_is_what_reading_it_afterwards_gives() {
         assert_eq!(claimed.len(), 1, "{backend}");
         let read = Briefing::read(&*store, "alice", &t, false).await.unwrap();
         assert_eq!(read.history.len(), 3, "{backend}: user, assistant, user");
+        // Oldest first, and the owner's settings as set (PostgreSQL reads
+        // both in one statement, SQLite apart: the same briefing).
+        let said: Vec<(String, String)> = read
+            .history
+            .iter()
+            .map(|body| {
+                let m: serde_json::Value = serde_json::from_str(body).unwrap();
+                (
+                    m["role"].as_str().unwrap().to_owned(),
+                    m["content"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            said[0],
+            ("user".to_owned(), "first".to_owned()),
+            "{backend}"
+        );
+        assert_eq!(said[1].0, "assistant", "{backend}");
+        assert_eq!(
+            said[2],
+            ("user".to_owned(), "second".to_owned()),
+            "{backend}"
+        );
+        let read_settings: serde_json::Value =
+            serde_json::from_str(read.settings.as_deref().unwrap()).unwrap();
+        assert_eq!(read_settings, settings, "{backend}");
         if let Some(briefing) = &claimed[0].briefing {
             assert_eq!(briefing, &read, "{backend}");
         }

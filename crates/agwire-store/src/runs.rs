@@ -147,20 +147,37 @@ pub struct Briefing {
 }
 
 impl Briefing {
-    /// Reads it with separate queries (for a run claimed without it); the
-    /// job's config only for an `automation` run.
+    /// Reads it (for a run claimed without it): its history and the
+    /// owner's settings in one read where the store has one
+    /// ([`ThreadStore::recent_messages_and_settings`](crate::ThreadStore::recent_messages_and_settings)),
+    /// else apart; the job's config only for an `automation` run.
     pub async fn read(
         store: &dyn Store,
         user: &str,
         thread_id: &str,
         automation: bool,
     ) -> Result<Self, Error> {
-        let settings = store.settings(user).await?;
+        let (settings, history) = match store
+            .recent_messages_and_settings(user, thread_id, HISTORY_WINDOW)
+            .await?
+        {
+            Some((text, history)) => {
+                let settings: serde_json::Map<String, serde_json::Value> = match text {
+                    Some(text) => serde_json::from_str(&text)?,
+                    None => serde_json::Map::new(),
+                };
+                (settings, history)
+            }
+            None => (
+                store.settings(user).await?,
+                store.recent_messages(thread_id, HISTORY_WINDOW).await?,
+            ),
+        };
         Ok(Self {
             settings: (!settings.is_empty())
                 .then(|| serde_json::to_string(&settings))
                 .transpose()?,
-            history: store.recent_messages(thread_id, HISTORY_WINDOW).await?,
+            history,
             job_config: match automation {
                 true => store
                     .job_of_thread(user, thread_id)

@@ -156,4 +156,17 @@ pub trait ThreadStore: Send + Sync {
     /// The bodies (AG-UI message JSON) of a thread's latest `limit` messages
     /// of [`HISTORY_ROLES`](crate::HISTORY_ROLES), oldest first: what a run's agent is given.
     async fn recent_messages(&self, thread_id: &str, limit: u32) -> Result<Vec<String>, Error>;
+
+    /// [`Self::recent_messages`] and `user`'s settings (JSON text, `None`
+    /// when never set) in one read, for a store where every read is a round
+    /// trip to a server (PostgreSQL: what a run starting there reads before
+    /// its agent runs); `None` from a store that reads them apart.
+    async fn recent_messages_and_settings(
+        &self,
+        _user: &str,
+        _thread_id: &str,
+        _limit: u32,
+    ) -> Result<Option<(Option<String>, Vec<String>)>, Error> {
+        Ok(None)
+    }
 }

@@ -139,6 +139,12 @@ impl AttachmentStore for PgStore {
     }
 }
 
+/// [`RECENT_MESSAGES`] and [`SETTINGS`] in one statement, one round trip:
+/// `$1` the user, `$2` the thread, `$3` how many messages.
+const RECENT_MESSAGES_AND_SETTINGS: &str = "SELECT (SELECT settings FROM users WHERE id = $1), \
+     ARRAY(SELECT body FROM messages WHERE thread_id = $2 \
+     AND role IN ('user', 'assistant', 'tool', 'system', 'developer') ORDER BY seq DESC LIMIT $3)";
+
 impl PgStore {
     /// A transaction holding the thread's row lock (the one every accept
     /// and every addition of messages to the thread takes).
@@ -227,6 +233,23 @@ impl ThreadStore for PgStore {
             .await?;
         bodies.reverse();
         Ok(bodies)
+    }
+
+    async fn recent_messages_and_settings(
+        &self,
+        user: &str,
+        thread_id: &str,
+        limit: u32,
+    ) -> Result<Option<(Option<String>, Vec<String>)>, Error> {
+        let (settings, mut bodies): (Option<String>, Vec<String>) =
+            sqlx::query_as(RECENT_MESSAGES_AND_SETTINGS)
+                .bind(user)
+                .bind(thread_id)
+                .bind(i64::from(limit))
+                .fetch_one(&self.pool)
+                .await?;
+        bodies.reverse();
+        Ok(Some((settings, bodies)))
     }
 
     async fn threads(
