@@ -141,6 +141,87 @@ async fn enqueued_runs_wait_their_turn_and_a_queued_cancel_ends_at_once() {
     );
 }
 
+/// How long a waiting run may take to start once what it waits for ended:
+/// half the dispatcher's sweep (every 5 s), which finds what no wake-up
+/// told it of. Woken, a run starts within milliseconds.
+const STARTS_WITHIN_MS: i64 = 2_500;
+
+/// The runs (their status objects) executed one at a time, each starting
+/// within [`STARTS_WITHIN_MS`] of the end of the one before; at least one
+/// of them was accepted before that end, so it waited.
+fn assert_each_started_when_the_one_before_ended(mut runs: Vec<Value>) {
+    let at = |run: &Value, field: &str| {
+        run[field]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{field} of {run}"))
+    };
+    runs.sort_by_key(|run| at(run, "startedAt"));
+    // Each run's wait after the end of the one before (ms), and whether it
+    // was accepted before that end.
+    let gaps: Vec<(i64, bool)> = runs
+        .windows(2)
+        .map(|pair| {
+            let (before, next) = (&pair[0], &pair[1]);
+            (
+                at(next, "startedAt") - at(before, "finishedAt"),
+                at(next, "createdAt") < at(before, "finishedAt"),
+            )
+        })
+        .collect();
+    for (gap, _) in &gaps {
+        assert!(*gap >= 0, "two runs at once: {runs:?}");
+        assert!(
+            *gap < STARTS_WITHIN_MS,
+            "a run started {gap} ms after the one before ended (found by the sweep, not \
+             woken); every gap: {gaps:?}"
+        );
+    }
+    let waited = gaps.iter().filter(|(_, waited)| *waited).count();
+    assert!(waited > 0, "no run had to wait: {runs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_waiting_for_a_place_start_as_places_free() {
+    // One place: eight runs posted at once (each streams five words at
+    // 20 ms) execute one after another.
+    let mut config = Config::default();
+    config.runs.max_concurrent = 1;
+    let server = start(&config, slow(20), Auth::none()).await;
+    let addr = server.addr;
+    let runs: Vec<String> = (0..8).map(|i| format!("place-{i}")).collect();
+    let posted = futures_util::future::join_all(runs.iter().map(|run| async move {
+        let thread = uuid::Uuid::new_v4().to_string();
+        post(addr, &body(&thread, run, "one two three four five"), None)
+            .await
+            .status()
+            .as_u16()
+    }))
+    .await;
+    assert_eq!(posted, [202; 8]);
+    let mut ended = Vec::new();
+    for run in &runs {
+        ended.push(wait_status(addr, run, "succeeded").await);
+    }
+    assert_each_started_when_the_one_before_ended(ended);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueued_runs_start_as_the_run_before_them_ends() {
+    let server = start(&enqueue(), slow(20), Auth::none()).await;
+    let addr = server.addr;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let runs: Vec<String> = (0..6).map(|i| format!("turn-{i}")).collect();
+    for run in &runs {
+        let response = post(addr, &body(&thread, run, "one two three four five"), None).await;
+        assert_eq!(response.status().as_u16(), 202, "{run}");
+    }
+    let mut ended = Vec::new();
+    for run in &runs {
+        ended.push(wait_status(addr, run, "succeeded").await);
+    }
+    assert_each_started_when_the_one_before_ended(ended);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_running_run_ends_it_cancelled_with_what_it_said() {
     let server = start(&Config::default(), slow(40), Auth::none()).await;

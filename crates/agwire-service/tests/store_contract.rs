@@ -490,13 +490,18 @@ async fn a_run_that_creates_its_thread_starts_with_the_history_read_back() {
             .unwrap();
         assert!(accepted.created, "{backend}");
         let started = accepted.started.expect("a new thread's run starts");
-        let briefing = match started.briefing {
-            Some(briefing) => briefing,
-            None => Briefing::read(&*store, "alice", &t, false).await.unwrap(),
-        };
+        // It comes with its briefing: no read of its own.
+        let briefing = started
+            .briefing
+            .unwrap_or_else(|| panic!("{backend}: a started run without its briefing"));
         let read_back = store.recent_messages(&t, HISTORY_WINDOW).await.unwrap();
         assert_eq!(read_back.len(), HISTORY_WINDOW as usize, "{backend}");
         assert_eq!(briefing.history, read_back, "{backend}");
+        assert_eq!(
+            briefing,
+            Briefing::read(&*store, "alice", &t, false).await.unwrap(),
+            "{backend}"
+        );
 
         // A new thread's turn answering a call nobody asked.
         let fresh = thread();
@@ -521,6 +526,85 @@ async fn a_run_that_creates_its_thread_starts_with_the_history_read_back() {
             .await
             .unwrap();
         assert!(again.created, "{backend}");
+    }
+}
+
+/// A run its accept starts comes with its briefing — the owner's settings
+/// and the thread's history, this turn included — equal to what reading
+/// them after the accept gives, on a new thread and on one with turns
+/// before (PostgreSQL answers it from the accept's statement; SQLite reads
+/// it in the accept's transaction).
+#[tokio::test]
+async fn a_run_its_accept_starts_comes_with_its_briefing() {
+    use agwire_service::store::{Briefing, StartHere};
+    for (backend, store, _database) in backends().await {
+        let start = StartHere {
+            register: Arc::new(|_: &str| {}),
+            forget: Arc::new(|_: &str| {}),
+        };
+        let settings = json!({"timezone": "Europe/Paris", "locale": "fr-FR"});
+        store
+            .set_settings("carol", settings.as_object().unwrap(), 1)
+            .await
+            .unwrap();
+        let t = thread();
+        let mut said = Vec::new();
+        for (i, text) in ["first", "second", "third"].into_iter().enumerate() {
+            let run_id = format!("b{i}");
+            let turn = input(&t, &run_id, text);
+            let accepted = store
+                .accept_run(NewRun {
+                    start: Some(&start),
+                    ..new_run("carol", &turn, &run_id)
+                })
+                .await
+                .unwrap();
+            assert_eq!(accepted.created, i == 0, "{backend}");
+            let started = accepted
+                .started
+                .unwrap_or_else(|| panic!("{backend}: turn {i} did not start"));
+            let briefing = started
+                .briefing
+                .unwrap_or_else(|| panic!("{backend}: turn {i} started without its briefing"));
+            let read = Briefing::read(&*store, "carol", &t, false).await.unwrap();
+            assert_eq!(briefing, read, "{backend}: turn {i}");
+            said.push(("user".to_owned(), text.to_owned()));
+            let roles: Vec<(String, String)> = briefing
+                .history
+                .iter()
+                .map(|body| {
+                    let m: serde_json::Value = serde_json::from_str(body).unwrap();
+                    (
+                        m["role"].as_str().unwrap().to_owned(),
+                        m["content"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            assert_eq!(roles, said, "{backend}: turn {i}, oldest first");
+            let stated: serde_json::Value =
+                serde_json::from_str(briefing.settings.as_deref().unwrap()).unwrap();
+            assert_eq!(stated, settings, "{backend}");
+            finish(&*store, &started.task_id, &t, &run_id).await;
+            said.push(("assistant".to_owned(), "answer".to_owned()));
+        }
+        // An owner without settings: none in the briefing.
+        let fresh = thread();
+        let accepted = store
+            .accept_run(NewRun {
+                start: Some(&start),
+                ..new_run("dave", &input(&fresh, "d0", "hello"), "d0")
+            })
+            .await
+            .unwrap();
+        let briefing = accepted.started.unwrap().briefing.unwrap();
+        assert_eq!(briefing.settings, None, "{backend}");
+        assert_eq!(
+            briefing,
+            Briefing::read(&*store, "dave", &fresh, false)
+                .await
+                .unwrap(),
+            "{backend}"
+        );
     }
 }
 

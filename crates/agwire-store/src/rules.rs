@@ -216,6 +216,14 @@ impl Accept {
         self.candidates.iter().find_map(|row| row.title.as_deref())
     }
 
+    /// The history of the thread this turn created: its own messages, the
+    /// latest [`HISTORY_WINDOW`](crate::HISTORY_WINDOW) of the
+    /// [`HISTORY_ROLES`](crate::HISTORY_ROLES), oldest first — what reading
+    /// the thread back would give, without the read.
+    pub(crate) fn new_thread_history(&self) -> Vec<String> {
+        history_of(&self.candidates)
+    }
+
     /// The turn's messages as the `pending_messages` document of a run that
     /// waits (read back by [`pending`]); built only when one does.
     pub(crate) fn pending(&self) -> String {
@@ -326,6 +334,22 @@ impl End {
             now_ms,
         })
     }
+}
+
+/// A new thread's history from its turn's messages (see
+/// [`Accept::new_thread_history`]): the latest
+/// [`HISTORY_WINDOW`](crate::HISTORY_WINDOW) of the
+/// [`HISTORY_ROLES`](crate::HISTORY_ROLES), oldest first.
+pub(crate) fn history_of(candidates: &[MessageRow]) -> Vec<String> {
+    let mut history: Vec<String> = candidates
+        .iter()
+        .rev()
+        .filter(|row| crate::HISTORY_ROLES.contains(&row.role))
+        .take(crate::HISTORY_WINDOW as usize)
+        .map(|row| row.body.clone())
+        .collect();
+    history.reverse();
+    history
 }
 
 /// The waiting messages of a run (its `pending_messages` document): whether

@@ -157,34 +157,45 @@ impl Briefing {
         thread_id: &str,
         automation: bool,
     ) -> Result<Self, Error> {
-        let (settings, history) = match store
+        let mut briefing = match store
             .recent_messages_and_settings(user, thread_id, HISTORY_WINDOW)
             .await?
         {
-            Some((text, history)) => {
-                let settings: serde_json::Map<String, serde_json::Value> = match text {
-                    Some(text) => serde_json::from_str(&text)?,
-                    None => serde_json::Map::new(),
-                };
-                (settings, history)
+            Some((text, history)) => Self::from_stored(text.as_deref(), history)?,
+            None => {
+                let settings = store.settings(user).await?;
+                Self {
+                    settings: (!settings.is_empty())
+                        .then(|| serde_json::to_string(&settings))
+                        .transpose()?,
+                    history: store.recent_messages(thread_id, HISTORY_WINDOW).await?,
+                    job_config: None,
+                }
             }
-            None => (
-                store.settings(user).await?,
-                store.recent_messages(thread_id, HISTORY_WINDOW).await?,
-            ),
+        };
+        if automation {
+            briefing.job_config = store
+                .job_of_thread(user, thread_id)
+                .await?
+                .map(|job| job.config);
+        }
+        Ok(briefing)
+    }
+
+    /// A briefing (without a job's config) from the owner's settings as
+    /// stored (`None`: never set) and the history: the settings as
+    /// [`Briefing::read`] gives them — `None` when there are none.
+    pub(crate) fn from_stored(settings: Option<&str>, history: Vec<String>) -> Result<Self, Error> {
+        let settings: serde_json::Map<String, serde_json::Value> = match settings {
+            Some(text) => serde_json::from_str(text)?,
+            None => serde_json::Map::new(),
         };
         Ok(Self {
             settings: (!settings.is_empty())
                 .then(|| serde_json::to_string(&settings))
                 .transpose()?,
             history,
-            job_config: match automation {
-                true => store
-                    .job_of_thread(user, thread_id)
-                    .await?
-                    .map(|job| job.config),
-                false => None,
-            },
+            job_config: None,
         })
     }
 }

@@ -123,9 +123,7 @@ impl Engine {
                 return;
             }
             let hooks = self.claim_hooks();
-            let room = self
-                .max_concurrent
-                .saturating_sub(self.running() + self.starting());
+            let room = self.places.free_for_claim(self.max_concurrent);
             let limit = CLAIM_BATCH.min(u32::try_from(room).unwrap_or(u32::MAX));
             let claim = async {
                 if limit == 0 {
@@ -177,11 +175,6 @@ impl Engine {
         StartHere { register, forget }
     }
 
-    /// Accepts that hold a place to start their run here.
-    pub(super) fn starting(&self) -> usize {
-        self.starting.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
     /// Ends the runs a dead replica abandoned (their lease ran out).
     pub(super) async fn end_abandoned(&self) {
         let abandoned = match self.store.abandoned_runs().await {
@@ -220,6 +213,7 @@ impl Engine {
             .and_then(|running| running.get(&run.task_id).cloned())
             .unwrap_or_else(|| self.shutdown.child_token());
         let service = self.clone();
+        self.places.execution_started();
         let span = tracing::info_span!(
             parent: None,
             "run",
@@ -241,8 +235,13 @@ impl Engine {
                     running.remove(&task_id);
                 }
                 drop(producer);
-                // The thread's next run (if one waits) is runnable now.
-                service.dispatch.notify_one();
+                service.places.execution_ended();
+                // The thread's next run (if one waits) is runnable now: a
+                // store shared with other processes tells every one of
+                // them (PostgreSQL's `r` from the end's write); else look.
+                if !service.store_changes {
+                    service.dispatch.notify_one();
+                }
             }
             .instrument(traced)
             .instrument(span),

@@ -21,6 +21,7 @@ mod dispatch;
 mod execute;
 mod follow;
 pub(crate) mod hub;
+mod places;
 mod profile;
 
 use std::collections::HashMap;
@@ -42,16 +43,6 @@ use hub::Hub;
 
 pub(crate) fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
-}
-
-/// A place among `max_concurrent` held by an accept in flight (given back
-/// when dropped: by then the run executes, or does not start here).
-struct StartPlace(Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for StartPlace {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
 }
 
 /// The run engine of one process: the store, the live hub, what builds each
@@ -77,11 +68,16 @@ pub struct Engine {
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     /// The executions on this process (the drain waits for them).
     executions: TaskTracker,
-    /// Accepts in flight that will start their run here if they can (their
-    /// places among `max_concurrent` are held).
-    starting: Arc<std::sync::atomic::AtomicUsize>,
-    /// Wakes the dispatcher: a run was accepted, or one ended.
+    /// The places among `max_concurrent` that executions and accepts in
+    /// flight hold.
+    places: Arc<places::Places>,
+    /// Wakes the dispatcher: a run was accepted, one ended, or a place
+    /// freed while it waited for one.
     dispatch: Arc<tokio::sync::Notify>,
+    /// Whether the store tells every process of runs that become runnable
+    /// (a shared database's changes): then a run's end here wakes the
+    /// dispatcher only when it waits for a place.
+    store_changes: bool,
     /// Shutting down: no new runs.
     draining: Arc<std::sync::atomic::AtomicBool>,
     /// Cancelled when the drain starts (background loops stop).
@@ -105,6 +101,7 @@ impl Engine {
     /// An engine over `store` running `agent` for every run.
     pub fn new(store: Arc<dyn Store>, agent: Arc<dyn DynAgent>) -> Self {
         let store_changes = store.changes().is_some();
+        let dispatch = Arc::new(tokio::sync::Notify::new());
         Self {
             store,
             hub: Hub::default(),
@@ -117,8 +114,9 @@ impl Engine {
             shutdown: CancellationToken::new(),
             running: Arc::default(),
             executions: TaskTracker::new(),
-            starting: Arc::default(),
-            dispatch: Arc::default(),
+            places: Arc::new(places::Places::new(dispatch.clone())),
+            dispatch,
+            store_changes,
             draining: Arc::default(),
             stop: CancellationToken::new(),
             recheck: store_changes.then_some(follow::FOLLOW_RECHECK),
@@ -180,15 +178,6 @@ impl Engine {
             let _ = tokio::time::timeout(Duration::from_secs(5), self.executions.wait()).await;
         }
         self.hub.close_all();
-    }
-
-    /// Holds a place among `max_concurrent` for a run about to be accepted,
-    /// if there is one.
-    fn hold_start(&self) -> Option<StartPlace> {
-        use std::sync::atomic::Ordering;
-        let held = self.starting.fetch_add(1, Ordering::SeqCst) + 1;
-        let place = StartPlace(self.starting.clone());
-        (self.running() + held <= self.max_concurrent).then_some(place)
     }
 
     /// Ends a run that has not started as cancelled, if it still has not
@@ -257,7 +246,7 @@ impl Engine {
                 let fingerprint = serde_json::to_string(&run.input)?;
                 // With room here, a run whose thread is idle starts with its
                 // accept: one write, no trip through the queue.
-                let place = engine.hold_start();
+                let place = engine.places.hold_start(engine.max_concurrent);
                 let start = place.as_ref().map(|_| engine.claim_hooks());
                 let writing = std::time::Instant::now();
                 let mut accepted = engine

@@ -19,6 +19,7 @@ use serde_json::Value;
 use sqlx::postgres::{PgListener, PgPool};
 
 use super::*;
+use agwire_service::store::{HISTORY_ROLES, HISTORY_WINDOW};
 
 /// Groups written in one run of the test.
 const ROUNDS: usize = 100;
@@ -78,6 +79,25 @@ struct Side {
 }
 
 impl Side {
+    /// What the run `call` started reads besides its input, read now as
+    /// `ThreadStore::recent_messages_and_settings` reads it: the owner's
+    /// settings as stored, and the thread's latest messages, oldest first.
+    async fn briefing(&self, call: &Value) -> (Option<String>, Vec<String>) {
+        let (settings, mut history): (Option<String>, Vec<String>) = sqlx::query_as(
+            "SELECT (SELECT settings FROM users WHERE id = $1), ARRAY(SELECT body FROM messages \
+             WHERE thread_id = $2 AND role IN ('user', 'assistant', 'tool', 'system', 'developer') \
+             ORDER BY seq DESC LIMIT $3)",
+        )
+        .bind(call["user"].as_str().unwrap())
+        .bind(call["thread"].as_str().unwrap())
+        .bind(HISTORY_WINDOW as i64)
+        .fetch_one(&self.pool)
+        .await
+        .unwrap();
+        history.reverse();
+        (settings, history)
+    }
+
     async fn new() -> Option<Self> {
         let database = PgDatabase::create().await?;
         // The schema and the functions, as a replica applies them.
@@ -314,11 +334,13 @@ async fn a_group_answers_and_writes_as_its_calls_one_at_a_time() {
             .map(|k| choices.accept(k))
             .collect();
         let rows = sqlx::query(
-            "SELECT outcome, task_id, created, waiting, stopped::TEXT AS stopped
-             FROM agwire_accept_many($1, $2) ORDER BY n",
+            "SELECT outcome, task_id, created, waiting, stopped::TEXT AS stopped,
+                    briefed, settings, history
+             FROM agwire_accept_many($1, $2, $3) ORDER BY n",
         )
         .bind(Value::from(calls.clone()))
         .bind(LEASE_MS)
+        .bind(HISTORY_WINDOW as i32)
         .fetch_all(&grouped.pool)
         .await
         .unwrap_or_else(|e| panic!("seed {seed}, round {round}: the group failed: {e}"));
@@ -331,8 +353,31 @@ async fn a_group_answers_and_writes_as_its_calls_one_at_a_time() {
                 .fetch_one(&single.pool)
                 .await
                 .unwrap();
-            one_by_one.push(accept_answer(&row));
+            let mut answer = accept_answer(&row);
+            // A run it started: what reading its briefing right after the
+            // call gives (the group answers with it, or with none for a
+            // new thread, whose history is the call's own messages).
+            if answer.0 == "started" {
+                answer.5 = Some(single.briefing(call).await);
+            }
+            one_by_one.push(answer);
         }
+        let as_group: Vec<_> = as_group
+            .into_iter()
+            .zip(&rows)
+            .zip(&calls)
+            .map(|((mut answer, row), call)| {
+                use sqlx::Row;
+                if row.get::<bool, _>("briefed") {
+                    let history: Option<Vec<String>> = row.get("history");
+                    answer.5 = Some((
+                        row.get("settings"),
+                        history.unwrap_or_else(|| own_history(call)),
+                    ));
+                }
+                answer
+            })
+            .collect();
         assert_eq!(
             as_group, one_by_one,
             "seed {seed}, round {round}: the accepts' answers\ncalls: {calls:#?}"
@@ -432,7 +477,16 @@ async fn a_group_answers_and_writes_as_its_calls_one_at_a_time() {
     assert!(ended > ROUNDS, "seed {seed}: {ended} ends");
 }
 
-type AcceptAnswer = (String, Option<String>, bool, bool, Option<String>);
+/// Outcome, task id, created, waiting, stopped, and for a run it started
+/// its briefing: the owner's settings as stored, and the history.
+type AcceptAnswer = (
+    String,
+    Option<String>,
+    bool,
+    bool,
+    Option<String>,
+    Option<(Option<String>, Vec<String>)>,
+);
 
 fn accept_answer(row: &sqlx::postgres::PgRow) -> AcceptAnswer {
     use sqlx::Row;
@@ -442,7 +496,28 @@ fn accept_answer(row: &sqlx::postgres::PgRow) -> AcceptAnswer {
         row.get("created"),
         row.get("waiting"),
         row.get("stopped"),
+        None,
     )
+}
+
+/// A new thread's history: the call's own messages of the history roles,
+/// the latest `HISTORY_WINDOW`, oldest first.
+fn own_history(call: &Value) -> Vec<String> {
+    let texts = |key: &str| -> Vec<String> {
+        call[key]
+            .as_array()
+            .map(|a| a.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default()
+    };
+    let (roles, bodies) = (texts("roles"), texts("bodies"));
+    let mut history: Vec<String> = roles
+        .iter()
+        .zip(bodies)
+        .filter(|(role, _)| HISTORY_ROLES.contains(&role.as_str()))
+        .map(|(_, body)| body)
+        .collect();
+    history.drain(..history.len().saturating_sub(HISTORY_WINDOW as usize));
+    history
 }
 
 /// Both databases hold the same rows and said the same to listeners.

@@ -5,7 +5,9 @@
 //! rule is the one-call function's, `store_contract::grouped` holds it to
 //! that) and one commit —
 //! and each request is answered once the batch holding it has committed,
-//! never before (a `202` still means the run is durable).
+//! never before (a `202` still means the run is durable). A run the batch
+//! starts here comes back with its briefing (its owner's settings and its
+//! thread's history), so its execution begins without a read of its own.
 //!
 //! Why: an accept is one short function call, and alone it pays a round
 //! trip, a statement and a commit (a WAL flush) of its own; at a few
@@ -35,16 +37,16 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use sqlx::{PgPool, Row};
+use sqlx::PgPool;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::runs::{accept_alone, answered};
 use super::undone;
-use crate::Accepted;
 use crate::error::Error;
 use crate::group::{Commit, GroupCommit, Shape};
 use crate::rules::Accept;
+use crate::{Accepted, Briefing};
 
 /// Most accepts one statement carries.
 const MAX_BATCH: usize = 64;
@@ -152,14 +154,10 @@ impl Commit for AcceptMany {
         group.sort_by(|a, b| (&a.run.user, &a.run.thread_id).cmp(&(&b.run.user, &b.run.thread_id)));
     }
 
+    /// A group of one call too: `agwire_accept_many` answers a run it
+    /// starts with its briefing (not `agwire_accept`), and costs
+    /// PostgreSQL no more for one call.
     async fn together(&self, group: &mut Vec<Call>) -> Result<(), sqlx::Error> {
-        if group.len() == 1 {
-            // Nothing to share a statement with.
-            for call in group.drain(..) {
-                self.alone(call).await;
-            }
-            return Ok(());
-        }
         let rows = match commit(self, group).await {
             Ok(rows) => rows,
             Err(error) => {
@@ -171,8 +169,8 @@ impl Commit for AcceptMany {
         };
         if rows.len() == group.len() {
             let mut queued = false;
-            for (call, (outcome, task_id, created, waiting, stopped)) in group.drain(..).zip(rows) {
-                let answer = answered(&call.run, &outcome, task_id, created, waiting, stopped);
+            for (call, row) in group.drain(..).zip(rows) {
+                let answer = row.answer(&call.run);
                 queued |= is_runnable(&answer);
                 let _ = call.reply.send(answer);
             }
@@ -224,35 +222,57 @@ fn is_runnable(answer: &Result<Accepted, Error>) -> bool {
         .is_ok_and(|a| !a.replayed && !a.waiting && a.started.is_none())
 }
 
-/// `agwire_accept`'s answer for one call: outcome, task id, created,
-/// waiting, the runs it stopped.
-type Answer = (
-    String,
-    Option<String>,
-    bool,
-    bool,
-    Option<super::runs::StoppedJson>,
-);
+/// `agwire_accept_many`'s answer for one call.
+#[derive(sqlx::FromRow)]
+struct Answer {
+    outcome: String,
+    task_id: Option<String>,
+    created: bool,
+    waiting: bool,
+    stopped: Option<super::runs::StoppedJson>,
+    /// A run it started, answered with its briefing: `settings`, and
+    /// `history` (`None` for a thread the call created).
+    briefed: bool,
+    settings: Option<String>,
+    history: Option<Vec<String>>,
+}
+
+impl Answer {
+    /// The accept's answer; a run it started carries its briefing unless it
+    /// is an automation run (its job's config is read with the rest, apart).
+    fn answer(self, run: &Accept) -> Result<Accepted, Error> {
+        let mut accepted = answered(
+            run,
+            &self.outcome,
+            self.task_id,
+            self.created,
+            self.waiting,
+            self.stopped,
+        )?;
+        if let Some(started) = &mut accepted.started
+            && self.briefed
+            && started.mode != Some(crate::RuntimeMode::Automation)
+        {
+            let history = match self.history {
+                Some(history) => history,
+                None => run.new_thread_history(),
+            };
+            started.briefing = Some(Briefing::from_stored(self.settings.as_deref(), history)?);
+        }
+        Ok(accepted)
+    }
+}
 
 /// One batch, one statement: each call's answer, in order.
 async fn commit(lane: &AcceptMany, batch: &[Call]) -> Result<Vec<Answer>, sqlx::Error> {
     let calls: Vec<serde_json::Value> = batch.iter().map(|c| c.to_json(&lane.replica)).collect();
-    let rows = sqlx::query(
-        "SELECT outcome, task_id, created, waiting, stopped FROM agwire_accept_many($1, $2) ORDER BY n",
+    sqlx::query_as(
+        "SELECT outcome, task_id, created, waiting, stopped, briefed, settings, history \
+         FROM agwire_accept_many($1, $2, $3) ORDER BY n",
     )
     .bind(sqlx::types::Json(&calls))
     .bind(lane.lease_ms)
+    .bind(i32::try_from(crate::HISTORY_WINDOW).unwrap_or(i32::MAX))
     .fetch_all(&lane.pool)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            Ok((
-                row.try_get("outcome")?,
-                row.try_get("task_id")?,
-                row.try_get("created")?,
-                row.try_get("waiting")?,
-                row.try_get("stopped")?,
-            ))
-        })
-        .collect()
+    .await
 }

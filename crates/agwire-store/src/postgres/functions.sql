@@ -246,8 +246,17 @@ END $$;
 -- run or quota with one), so the rest go after it, one by one, in order.
 -- A call whose thread turns out to exist (another replica opened it since
 -- the statement began) goes with the rest.
-CREATE OR REPLACE FUNCTION agwire_accept_many(p_calls JSONB, p_lease_ms BIGINT)
-RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN, stopped JSONB)
+--
+-- A run it starts (`started`) is answered with what its agent reads besides
+-- its input (`briefed`), so that it needs no round trip of its own to read
+-- it: the owner's `settings` (NULL: none stored) and the thread's latest
+-- `p_history` messages of the history roles, oldest first — NULL for a
+-- thread the call created, whose history is the call's own messages (the
+-- replica has them). An automation run's job config is not among them: its
+-- replica reads the briefing apart.
+CREATE OR REPLACE FUNCTION agwire_accept_many(p_calls JSONB, p_lease_ms BIGINT, p_history INT)
+RETURNS TABLE (n INT, outcome TEXT, task_id TEXT, created BOOLEAN, waiting BOOLEAN, stopped JSONB,
+               briefed BOOLEAN, settings TEXT, history TEXT[])
 -- (Generic plans for the statements of the calls it makes: a custom
 -- plan is planned again at each execution, and none of them needs one.
 -- Its joins look up the group's own rows by key: no hash or merge join,
@@ -261,6 +270,7 @@ DECLARE
     v_opened INT[];
     v_tasks TEXT[];
     v_started BOOLEAN[];
+    v_users TEXT[];
     i INT;
 BEGIN
     WITH calls AS (
@@ -301,14 +311,16 @@ BEGIN
         FROM fresh f ORDER BY f.i
     )
     SELECT array_agg(f.i ORDER BY f.i), array_agg(f.task ORDER BY f.i),
-           array_agg(f.owner IS NOT NULL ORDER BY f.i)
-    INTO v_opened, v_tasks, v_started
+           array_agg(f.owner IS NOT NULL ORDER BY f.i), array_agg(f."user" ORDER BY f.i)
+    INTO v_opened, v_tasks, v_started, v_users
     FROM fresh f;
     v_opened := COALESCE(v_opened, ARRAY[]::INT[]);
     RETURN QUERY
         SELECT o.i, CASE WHEN o.started THEN 'started' ELSE 'accepted' END, o.task, TRUE, FALSE,
-               '[]'::JSONB
-        FROM UNNEST(v_opened, v_tasks, v_started) AS o(i, task, started);
+               '[]'::JSONB, o.started,
+               CASE WHEN o.started THEN (SELECT u.settings FROM users u WHERE u.id = o."user") END,
+               NULL::TEXT[]
+        FROM UNNEST(v_opened, v_tasks, v_started, v_users) AS o(i, task, started, "user");
     FOR i IN 1 .. COALESCE(jsonb_array_length(p_calls), 0) LOOP
         CONTINUE WHEN i = ANY (v_opened);
         -- (The call's object read whole, arrays included: migration 0013.)
@@ -326,6 +338,20 @@ BEGIN
             COALESCE(v_call.attachments, ARRAY[]::TEXT[]), v_call.runs_per_minute,
             v_call.tokens_per_day
         ) AS a;
+        briefed := outcome = 'started';
+        settings := NULL;
+        history := NULL;
+        IF briefed THEN
+            -- (As ThreadStore::recent_messages_and_settings reads them.)
+            SELECT u.settings INTO settings FROM users u WHERE u.id = v_call."user";
+            history := ARRAY(
+                SELECT m.body FROM (
+                    SELECT m.body, m.seq FROM messages m
+                    WHERE m.thread_id = v_call.thread
+                      AND m.role IN ('user', 'assistant', 'tool', 'system', 'developer')
+                    ORDER BY m.seq DESC LIMIT p_history) m
+                ORDER BY m.seq);
+        END IF;
         RETURN NEXT;
     END LOOP;
 END $$;

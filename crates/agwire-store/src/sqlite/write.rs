@@ -11,9 +11,7 @@ use crate::run::{MultitaskStrategy, RuntimeMode};
 use crate::sql::{
     FORGET_RUNS, JOB_CONFIG, NTH_RECENT_RUN, RECENT_MESSAGES, RECORD_RUN, SETTINGS, TOKENS_ON_DAY,
 };
-use crate::{
-    Accepted, Briefing, HISTORY_ROLES, HISTORY_WINDOW, Stopped, cancelled_log, run_started,
-};
+use crate::{Accepted, Briefing, HISTORY_WINDOW, Stopped, cancelled_log, run_started};
 
 impl Accept {
     /// The rules of `RunStore::accept_run`, in its order.
@@ -155,18 +153,7 @@ impl Accept {
         };
         let mut started = self.start.filter(|_| !waiting);
         if let Some(run) = &mut started {
-            let history = created.then(|| {
-                let mut history: Vec<String> = self
-                    .candidates
-                    .iter()
-                    .rev()
-                    .filter(|row| HISTORY_ROLES.contains(&row.role))
-                    .take(HISTORY_WINDOW as usize)
-                    .map(|row| row.body.clone())
-                    .collect();
-                history.reverse();
-                history
-            });
+            let history = created.then(|| crate::rules::history_of(&self.candidates));
             run.briefing = Some(briefing(
                 tx,
                 &self.user,
