@@ -235,7 +235,7 @@ impl Engine {
                     running.remove(&task_id);
                 }
                 drop(producer);
-                service.places.execution_ended();
+                service.places.execution_ended(service.max_concurrent);
                 // The thread's next run (if one waits) is runnable now: a
                 // store shared with other processes tells every one of
                 // them (PostgreSQL's `r` from the end's write); else look.
