@@ -569,18 +569,11 @@ async fn a_run_its_accept_starts_comes_with_its_briefing() {
             let read = Briefing::read(&*store, "carol", &t, false).await.unwrap();
             assert_eq!(briefing, read, "{backend}: turn {i}");
             said.push(("user".to_owned(), text.to_owned()));
-            let roles: Vec<(String, String)> = briefing
-                .history
-                .iter()
-                .map(|body| {
-                    let m: serde_json::Value = serde_json::from_str(body).unwrap();
-                    (
-                        m["role"].as_str().unwrap().to_owned(),
-                        m["content"].as_str().unwrap_or_default().to_owned(),
-                    )
-                })
-                .collect();
-            assert_eq!(roles, said, "{backend}: turn {i}, oldest first");
+            assert_eq!(
+                roles_and_texts(&briefing.history),
+                said,
+                "{backend}: turn {i}, oldest first"
+            );
             let stated: serde_json::Value =
                 serde_json::from_str(briefing.settings.as_deref().unwrap()).unwrap();
             assert_eq!(stated, settings, "{backend}");
@@ -2401,17 +2394,7 @@ async fn a_claims_briefing_is_what_reading_it_afterwards_gives() {
         assert_eq!(read.history.len(), 3, "{backend}: user, assistant, user");
         // Oldest first, and the owner's settings as set (PostgreSQL reads
         // both in one statement, SQLite apart: the same briefing).
-        let said: Vec<(String, String)> = read
-            .history
-            .iter()
-            .map(|body| {
-                let m: serde_json::Value = serde_json::from_str(body).unwrap();
-                (
-                    m["role"].as_str().unwrap().to_owned(),
-                    m["content"].as_str().unwrap_or_default().to_owned(),
-                )
-            })
-            .collect();
+        let said = roles_and_texts(&read.history);
         assert_eq!(
             said[0],
             ("user".to_owned(), "first".to_owned()),
@@ -2463,6 +2446,20 @@ async fn a_claims_briefing_is_what_reading_it_afterwards_gives() {
 }
 
 /// Ends a run as succeeded with one assistant message.
+/// A briefing's history as (role, text) pairs, in its order.
+fn roles_and_texts(history: &[String]) -> Vec<(String, String)> {
+    history
+        .iter()
+        .map(|body| {
+            let m: serde_json::Value = serde_json::from_str(body).unwrap();
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
 async fn finish(store: &dyn Store, task_id: &str, thread: &str, run_id: &str) {
     let said: Message = serde_json::from_value(
         json!({"id": format!("{run_id}-answer"), "role": "assistant", "content": "answer"}),

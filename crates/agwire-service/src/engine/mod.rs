@@ -6,7 +6,8 @@
 //!
 //! A run's way through it, a file each: [`Engine::accept`] and
 //! [`Engine::cancel`] here; claims, leases, abandoned runs and relays from
-//! other replicas in `dispatch`; execution, its end and the log's appends
+//! other replicas in `dispatch`, the places among `runs.max_concurrent` it
+//! claims into in `places`; execution, its end and the log's appends
 //! in `execute`; streaming a run's log in `follow`; live events in `hub`.
 //!
 //! The API reaches the database only through the engine's typed
