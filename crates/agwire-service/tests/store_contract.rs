@@ -288,6 +288,36 @@ async fn two_accepts_racing_on_one_idle_thread_never_both_find_it_idle() {
     }
 }
 
+/// A run never reads as started before it was accepted, whatever clock the
+/// claim read (a claim's time is read before its round trips, and an
+/// accept may commit while it waits).
+#[tokio::test]
+async fn a_claimed_run_starts_no_earlier_than_it_was_accepted() {
+    for (backend, store, _database) in backends().await {
+        let t = thread();
+        let late = input(&t, "late", "hello");
+        store
+            .accept_run(NewRun {
+                now_ms: 1_000,
+                ..new_run("alice", &late, "1")
+            })
+            .await
+            .unwrap();
+        let nothing: OnClaim = Arc::new(|_: &str| {});
+        let claimed = store
+            .claim_runnable(10, 500, nothing.clone(), nothing)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1, "{backend}");
+        let run = store.run("alice", "late").await.unwrap().unwrap();
+        assert_eq!(
+            (run.created_at, run.started_at),
+            (1_000, Some(1_000)),
+            "{backend}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn claims_take_the_oldest_run_of_each_idle_thread_and_waiting_turns_join_in_order() {
     for (backend, store, _database) in backends().await {

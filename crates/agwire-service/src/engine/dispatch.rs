@@ -17,7 +17,7 @@ use crate::run::RunStatus;
 use crate::store::{Change, Claimed, Ending, OnClaim, RunRecord, StartHere};
 
 /// Runs the dispatcher takes per claim (one transaction).
-const CLAIM_BATCH: u32 = 64;
+const CLAIM_BATCH: usize = 64;
 /// How often the dispatcher looks for runnable runs nobody told it about
 /// (a safety net: accepts and endings wake it at once), for runs a dead
 /// replica abandoned, and for approvals past their expiry.
@@ -123,8 +123,10 @@ impl Engine {
                 return;
             }
             let hooks = self.claim_hooks();
-            let room = self.places.free_for_claim(self.max_concurrent);
-            let limit = CLAIM_BATCH.min(u32::try_from(room).unwrap_or(u32::MAX));
+            // Held until the runs claimed execute: an accept meanwhile
+            // cannot start its run in one of them.
+            let places = self.places.hold_claim(self.max_concurrent, CLAIM_BATCH);
+            let limit = u32::try_from(places.count()).unwrap_or(u32::MAX);
             let claim = async {
                 if limit == 0 {
                     return Ok(Vec::new());
@@ -139,11 +141,15 @@ impl Engine {
                     for run in claimed {
                         self.spawn_execution(run);
                     }
+                    drop(places);
                     if full {
                         continue;
                     }
                 }
-                Err(error) => tracing::error!(%error, "could not claim runs"),
+                Err(error) => {
+                    drop(places);
+                    tracing::error!(%error, "could not claim runs");
+                }
             }
             tokio::select! {
                 () = self.dispatch.notified() => {}

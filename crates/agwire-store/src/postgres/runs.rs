@@ -153,7 +153,7 @@ async fn claim(
            AND q.position = (SELECT MIN(o.position) FROM runs o \
                              WHERE o.thread_id = q.thread_id AND o.status IN ('queued', 'running')) \
            ORDER BY q.position LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         UPDATE runs SET status = 'running', started_at = $1, owner = $3, \
+         UPDATE runs SET status = 'running', started_at = GREATEST($1, runs.created_at), owner = $3, \
                          lease_until_ms = {DB_NOW_MS} + $4 FROM picked \
          WHERE runs.task_id = picked.task_id \
          RETURNING runs.position, runs.task_id, runs.user_id, runs.thread_id, runs.run_id, runs.input, \

@@ -665,7 +665,7 @@ pub(super) fn claim(
     register: &crate::OnClaim,
 ) -> Result<Vec<crate::Claimed>, Error> {
     let mut select = tx.prepare_cached(
-        "UPDATE runs SET status = 'running', started_at = ?1 WHERE task_id IN ( \
+        "UPDATE runs SET status = 'running', started_at = max(?1, created_at) WHERE task_id IN ( \
            SELECT q.task_id FROM runs q WHERE q.status = 'queued' \
            AND q.rowid = (SELECT MIN(o.rowid) FROM runs o \
                           WHERE o.thread_id = q.thread_id AND o.status IN ('queued', 'running')) \
