@@ -3169,3 +3169,70 @@ async fn each_write_of_a_run_is_one_row_of_its_log() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The connections PostgreSQL's store keeps between writes (its group
+/// commits' lanes, the pool's idle ones) are not used once the server has
+/// cut them: after every connection to the database is terminated (as a
+/// restarted server would), an accept, its run's writes and a read all
+/// succeed. A kept connection idle past a second is tested before use.
+#[tokio::test]
+async fn postgres_writes_go_on_after_the_server_cut_every_connection() {
+    use sqlx::Connection as _;
+    let Some(database) = PgDatabase::create().await else {
+        return;
+    };
+    let store = PgStore::connect(&database.url).await.unwrap();
+    let whole_run = |run_id: &'static str| {
+        let store = &store;
+        async move {
+            let t = thread();
+            let run = input(&t, run_id, "hello");
+            let accepted = store
+                .accept_run(new_run("alice", &run, run_id))
+                .await
+                .map_err(|e| ("accept", e))?;
+            let nothing: OnClaim = Arc::new(|_: &str| {});
+            let claimed = store
+                .claim_runnable(10, 2, nothing.clone(), nothing)
+                .await
+                .map_err(|e| ("claim", e))?;
+            assert_eq!(claimed.len(), 1);
+            store
+                .append_events(&accepted.task_id, &[run_started(&t, run_id), text(1)])
+                .await
+                .map_err(|e| ("append", e))?;
+            let ended = end(store, &accepted.task_id, &finished(&t, run_id), &[]).await;
+            assert_eq!(ended, Some(3));
+            Ok::<_, (&str, Error)>(whole_log(store, &accepted.task_id).await.len())
+        }
+    };
+    assert_eq!(whole_run("before").await.unwrap(), 3);
+    let mut admin = sqlx::PgConnection::connect(&database.url).await.unwrap();
+    let me: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    let others: Vec<i32> = sqlx::query_scalar(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> $1",
+    )
+    .bind(me)
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    let mut cut = 0;
+    for pid in others {
+        let terminated: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+            .bind(pid)
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+        cut += usize::from(terminated);
+    }
+    assert!(cut >= 2, "only {cut} connections were cut");
+    admin.close().await.unwrap();
+    // Past the idle time after which a connection is tested (the server
+    // closes a terminated backend's socket at once; a write on one used
+    // within that second fails as a lost connection would).
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert_eq!(whole_run("after").await.unwrap(), 3);
+}

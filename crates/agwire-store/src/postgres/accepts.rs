@@ -37,10 +37,11 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::kept::Kept;
 use super::runs::{accept_alone, answered};
 use super::undone;
 use crate::error::Error;
@@ -109,6 +110,7 @@ impl Accepts {
         stop: CancellationToken,
     ) -> Self {
         let accepts = AcceptMany {
+            kept: Kept::new(pool.clone()),
             pool,
             replica,
             lease_ms,
@@ -137,6 +139,8 @@ impl Accepts {
 /// How a group of accepts is committed: one `agwire_accept_many`.
 struct AcceptMany {
     pool: PgPool,
+    /// The lanes' connections, kept between groups.
+    kept: Kept,
     replica: Arc<str>,
     lease_ms: i64,
     /// Tells every replica of runs accepted and not started.
@@ -158,7 +162,10 @@ impl Commit for AcceptMany {
     /// starts with its briefing (not `agwire_accept`), and costs
     /// PostgreSQL no more for one call.
     async fn together(&self, group: &mut Vec<Call>) -> Result<(), sqlx::Error> {
-        let rows = match commit(self, group).await {
+        let mut conn = self.kept.take().await?;
+        let rows = commit(self, &mut conn, group).await;
+        self.kept.keep(conn, &rows);
+        let rows = match rows {
             Ok(rows) => rows,
             Err(error) => {
                 if !undone(&error) {
@@ -264,7 +271,11 @@ impl Answer {
 }
 
 /// One batch, one statement: each call's answer, in order.
-async fn commit(lane: &AcceptMany, batch: &[Call]) -> Result<Vec<Answer>, sqlx::Error> {
+async fn commit(
+    lane: &AcceptMany,
+    conn: &mut PgConnection,
+    batch: &[Call],
+) -> Result<Vec<Answer>, sqlx::Error> {
     let calls: Vec<serde_json::Value> = batch.iter().map(|c| c.to_json(&lane.replica)).collect();
     sqlx::query_as(
         "SELECT outcome, task_id, created, waiting, stopped, briefed, settings, history \
@@ -273,6 +284,6 @@ async fn commit(lane: &AcceptMany, batch: &[Call]) -> Result<Vec<Answer>, sqlx::
     .bind(sqlx::types::Json(&calls))
     .bind(lane.lease_ms)
     .bind(i32::try_from(crate::HISTORY_WINDOW).unwrap_or(i32::MAX))
-    .fetch_all(&lane.pool)
+    .fetch_all(conn)
     .await
 }

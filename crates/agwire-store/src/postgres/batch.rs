@@ -9,10 +9,11 @@
 use std::collections::HashSet;
 
 use serde_json::json;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::kept::Kept;
 use super::undone;
 use crate::error::Error;
 use crate::group::{Commit, GroupCommit, Shape};
@@ -154,7 +155,14 @@ impl Writer {
             queue: 4 * MAX_BATCH,
         };
         Self {
-            group: GroupCommit::spawn(Writes { pool }, shape, stop),
+            group: GroupCommit::spawn(
+                Writes {
+                    kept: Kept::new(pool.clone()),
+                    pool,
+                },
+                shape,
+                stop,
+            ),
         }
     }
 
@@ -189,6 +197,8 @@ impl Writer {
 /// How a group of run writes is committed: one `agwire_write_many`.
 struct Writes {
     pool: PgPool,
+    /// The lane's connection, kept between groups.
+    kept: Kept,
 }
 
 impl Commit for Writes {
@@ -213,7 +223,10 @@ impl Commit for Writes {
     }
 
     async fn together(&self, group: &mut Vec<Call>) -> Result<(), sqlx::Error> {
-        let numbers = match commit(&self.pool, group).await {
+        let mut conn = self.kept.take().await?;
+        let numbers = commit(&mut conn, group).await;
+        self.kept.keep(conn, &numbers);
+        let numbers = match numbers {
             Ok(numbers) => numbers,
             Err(error) => {
                 if !undone(&error) {
@@ -260,7 +273,7 @@ impl Commit for Writes {
 
 /// One batch (appends first, then ends), one statement: each call's number,
 /// in order.
-async fn commit(pool: &PgPool, batch: &[Call]) -> Result<Vec<Option<i64>>, sqlx::Error> {
+async fn commit(conn: &mut PgConnection, batch: &[Call]) -> Result<Vec<Option<i64>>, sqlx::Error> {
     let mut tasks: Vec<&str> = Vec::new();
     let mut batches: Vec<&str> = Vec::new();
     let mut counts: Vec<i32> = Vec::new();
@@ -284,6 +297,6 @@ async fn commit(pool: &PgPool, batch: &[Call]) -> Result<Vec<Option<i64>>, sqlx:
         .bind(&batches)
         .bind(&counts)
         .bind(sqlx::types::Json(&ends))
-        .fetch_all(pool)
+        .fetch_all(conn)
         .await
 }

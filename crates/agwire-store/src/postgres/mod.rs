@@ -31,6 +31,7 @@
 
 mod accepts;
 mod batch;
+mod kept;
 mod records;
 mod runs;
 mod webhooks;
@@ -52,6 +53,10 @@ const CHANNEL: &str = "agwire";
 /// The database's clock in ms: leases are set and judged on one clock,
 /// whatever the replicas' clocks say.
 const DB_NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// How long a pooled connection may have been idle and still be handed out
+/// untested.
+const TESTED_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// How long a replica's claim on a running run holds without renewal.
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(20);
@@ -120,6 +125,20 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(10))
+            // sqlx tests every connection it hands out with a round trip of
+            // its own (a `Sync`): one more per statement, measured at half
+            // of a replica's messages to the server. A connection used
+            // within the last second is known alive; one idle longer may
+            // have been cut (a restarted server), and is tested.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= TESTED_AFTER_IDLE {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect(url)
             .await
             .map_err(|error| {
