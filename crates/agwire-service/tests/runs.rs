@@ -180,6 +180,15 @@ fn assert_each_started_when_the_one_before_ended(mut runs: Vec<Value>) {
     assert!(waited > 0, "no run had to wait: {runs:?}");
 }
 
+/// The status objects of `runs`, each once it has succeeded.
+async fn succeeded(addr: std::net::SocketAddr, runs: &[String]) -> Vec<Value> {
+    let mut ended = Vec::new();
+    for run in runs {
+        ended.push(wait_status(addr, run, "succeeded").await);
+    }
+    ended
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_waiting_for_a_place_start_as_places_free() {
     // One place: eight runs posted at once (each streams five words at
@@ -198,11 +207,7 @@ async fn runs_waiting_for_a_place_start_as_places_free() {
     }))
     .await;
     assert_eq!(posted, [202; 8]);
-    let mut ended = Vec::new();
-    for run in &runs {
-        ended.push(wait_status(addr, run, "succeeded").await);
-    }
-    assert_each_started_when_the_one_before_ended(ended);
+    assert_each_started_when_the_one_before_ended(succeeded(addr, &runs).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,11 +220,7 @@ async fn enqueued_runs_start_as_the_run_before_them_ends() {
         let response = post(addr, &body(&thread, run, "one two three four five"), None).await;
         assert_eq!(response.status().as_u16(), 202, "{run}");
     }
-    let mut ended = Vec::new();
-    for run in &runs {
-        ended.push(wait_status(addr, run, "succeeded").await);
-    }
-    assert_each_started_when_the_one_before_ended(ended);
+    assert_each_started_when_the_one_before_ended(succeeded(addr, &runs).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

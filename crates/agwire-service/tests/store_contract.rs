@@ -80,6 +80,14 @@ fn queued_behind<'a>(user: &'a str, input: &'a RunAgentInput, hash: &'a str) -> 
     }
 }
 
+/// What an accept that may start its run here holds, registering nothing.
+fn start_here() -> agwire_service::store::StartHere {
+    agwire_service::store::StartHere {
+        register: Arc::new(|_: &str| {}),
+        forget: Arc::new(|_: &str| {}),
+    }
+}
+
 async fn claim_all(store: &dyn Store) -> Vec<Claimed> {
     let nothing: OnClaim = Arc::new(|_: &str| {});
     store
@@ -482,12 +490,9 @@ async fn an_accept_that_may_start_its_run_starts_it_only_on_an_idle_thread() {
 /// nothing kept: the accept of a new thread takes no read of it (SQLite).
 #[tokio::test]
 async fn a_run_that_creates_its_thread_starts_with_the_history_read_back() {
-    use agwire_service::store::{Briefing, HISTORY_WINDOW, StartHere};
+    use agwire_service::store::{Briefing, HISTORY_WINDOW};
     for (backend, store, _database) in backends().await {
-        let start = StartHere {
-            register: Arc::new(|_: &str| {}),
-            forget: Arc::new(|_: &str| {}),
-        };
+        let start = start_here();
         let t = thread();
         // A whole history longer than the window, of every role a client
         // sends; the last a user's.
@@ -566,12 +571,9 @@ async fn a_run_that_creates_its_thread_starts_with_the_history_read_back() {
 /// it in the accept's transaction).
 #[tokio::test]
 async fn a_run_its_accept_starts_comes_with_its_briefing() {
-    use agwire_service::store::{Briefing, StartHere};
+    use agwire_service::store::Briefing;
     for (backend, store, _database) in backends().await {
-        let start = StartHere {
-            register: Arc::new(|_: &str| {}),
-            forget: Arc::new(|_: &str| {}),
-        };
+        let start = start_here();
         let settings = json!({"timezone": "Europe/Paris", "locale": "fr-FR"});
         store
             .set_settings("carol", settings.as_object().unwrap(), 1)
