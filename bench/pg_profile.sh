@@ -35,37 +35,9 @@ EOF
 fi
 [ "$(psql "$PG" -Atqc "SHOW pg_stat_statements.track")" = all ] ||
   echo "pg_profile: pg_stat_statements.track is not 'all': statements inside the functions are not listed" >&2
-source scripts/build-env.sh
-BIN=${AGWIRE_BIN:-}
-if [ -z "$BIN" ]; then
-  cargo build --release -q -p agwire --bin agwire
-  BIN=${CARGO_TARGET_DIR:-./target}/$CARGO_BUILD_TARGET/release/agwire
-fi
-command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
-WORK=$(mktemp -d)
-DB="agwire_profile_$RANDOM$RANDOM"
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done
-  psql "$PG" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-psql "$PG" -qc "CREATE DATABASE $DB" >/dev/null
-psql "$PG" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
-URL="${PG%/*}/$DB"
-ADDRS=()
-for i in $(seq "$N"); do
-  mkdir -p "$WORK/$i"
-  RUST_LOG=error "$BIN" serve --addr 127.0.0.1:0 --data-dir "$WORK/$i" --database-url "$URL" >"$WORK/$i/out" &
-  PIDS+=($!)
-  for _ in $(seq 200); do grep -q listening "$WORK/$i/out" 2>/dev/null && break; sleep 0.05; done
-  ADDRS+=("$(sed -n 's/^listening //p' "$WORK/$i/out")")
-done
-ticks() { local sum=0 pid t; for pid in "$@"; do t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) && sum=$((sum + t)); done; echo "$sum"; }
-postgres() { pgrep -x postgres | tr '\n' ' '; }
-HZ=$(getconf CLK_TCK)
+source bench/pg_replicas.sh agwire_profile
+psql "$PG" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null 2>&1
+start_replicas "$N"
 # The statements of this database only, from here on.
 reset() { psql "$PG" -Atqc "SELECT pg_stat_statements_reset()" >/dev/null; }
 statements() {
@@ -106,9 +78,7 @@ pg1=$(ticks $(postgres)); rep1=$(ticks "${PIDS[@]}")
 statements >"$WORK/service"
 runs=$(cat "$WORK"/wrk-* | awk '/^ +[0-9]+ requests in/ {s += $1} END {print s}')
 if grep -q "Non-2xx" "$WORK"/wrk-*; then echo "non-2xx answers" >&2; exit 1; fi
-for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-for pid in "${PIDS[@]}"; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done
-PIDS=()
+stop_replicas
 writes=$(psql "$URL" -Atc "SELECT greatest(round(count(*)::numeric / greatest(count(DISTINCT task_id), 1)), 1) FROM run_events")
 reset
 floor=$(pgbench -n -c 16 -j 2 -T "$SECS" -f bench/pg_floor/run.sql -D "writes=$writes" "$URL" 2>/dev/null |

@@ -20,36 +20,8 @@ SECS=${2:-10}
 STREAM=${STREAM:-0}
 HOLD=(--builtin-token-delay-ms 3600000)
 [ "$STREAM" = 1 ] && HOLD=()
-PG=${AGWIRE_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-source scripts/build-env.sh
-BIN=${AGWIRE_BIN:-${CARGO_TARGET_DIR:-./target}/$CARGO_BUILD_TARGET/release/agwire}
-cargo build --release -q -p agwire --bin agwire
-command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
-WORK=$(mktemp -d)
-DB="agwire_split_$RANDOM$RANDOM"
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done
-  psql "$PG" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-psql "$PG" -qc "CREATE DATABASE $DB" >/dev/null
-URL="${PG%/*}/$DB"
-ADDRS=()
-for i in $(seq "$N"); do
-  mkdir -p "$WORK/$i"
-  RUST_LOG=error "$BIN" serve --addr 127.0.0.1:0 --data-dir "$WORK/$i" --database-url "$URL" \
-    "${HOLD[@]}" >"$WORK/$i/out" &
-  PIDS+=($!)
-  for _ in $(seq 200); do grep -q listening "$WORK/$i/out" 2>/dev/null && break; sleep 0.05; done
-  ADDRS+=("$(sed -n 's/^listening //p' "$WORK/$i/out")")
-done
-# (A process may exit between the listing and the read: it then adds 0.)
-ticks() { local sum=0 pid t; for pid in "$@"; do t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) && sum=$((sum + t)); done; echo "$sum"; }
-postgres() { pgrep -x postgres | tr '\n' ' '; }
-HZ=$(getconf CLK_TCK)
+source bench/pg_replicas.sh agwire_split
+start_replicas "$N" "${HOLD[@]}"
 pg0=$(ticks $(postgres)); rep0=$(ticks "${PIDS[@]}")
 WRKS=()
 for addr in "${ADDRS[@]}"; do
@@ -61,9 +33,7 @@ pg1=$(ticks $(postgres)); rep1=$(ticks "${PIDS[@]}")
 runs=$(cat "$WORK"/wrk-* | awk '/^ +[0-9]+ requests in/ {s += $1} END {print s}')
 if grep -q "Non-2xx" "$WORK"/wrk-*; then echo "non-2xx answers" >&2; exit 1; fi
 # The floor: the same rows by pgbench, nothing else running.
-for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-for pid in "${PIDS[@]}"; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done
-PIDS=()
+stop_replicas
 # pgbench's backends exit with it: their CPU is then in the postmaster's
 # children's time (cutime + cstime), added here to the live processes'.
 pg_total() { echo $(( $(ticks $(postgres)) + $(awk '{print $16 + $17}' "/proc/$(pgrep -o -x postgres)/stat") )); }
