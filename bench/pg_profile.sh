@@ -36,9 +36,15 @@ fi
 [ "$(psql "$PG" -Atqc "SHOW pg_stat_statements.track")" = all ] ||
   echo "pg_profile: pg_stat_statements.track is not 'all': statements inside the functions are not listed" >&2
 source bench/pg_replicas.sh agwire_profile
-psql "$PG" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null 2>&1
+# The extension's view and reset function, in the server's database; dropped
+# on exit when this script created it.
+if [ -z "$(psql "$PG" -Atqc "SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'")" ]; then
+  psql "$PG" -qc "CREATE EXTENSION pg_stat_statements" >/dev/null
+  trap 'cleanup; psql "$PG" -qc "DROP EXTENSION IF EXISTS pg_stat_statements" >/dev/null 2>&1 || true' EXIT
+fi
 start_replicas "$N"
-# The statements of this database only, from here on.
+# The counts are reset server-wide (pg_stat_statements has no per-database
+# reset here); only this database's statements are read.
 reset() { psql "$PG" -Atqc "SELECT pg_stat_statements_reset()" >/dev/null; }
 statements() {
   psql "$PG" -P pager=off -F $'\t' -Atc "
