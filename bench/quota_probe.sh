@@ -35,7 +35,7 @@ cleanup() {
   if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; fi
   rmdir "$cg" 2>/dev/null || true
   psql "$PG" -qc "DROP DATABASE IF EXISTS $name WITH (FORCE)" >/dev/null 2>&1 || true
-  [ -n "${STRACE:-}" ] || rm -rf "$WORK"
+  [ -n "${STRACE:-}${PERF:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 psql "$PG" -qc "CREATE DATABASE $name"
@@ -52,23 +52,32 @@ cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 switches() {
   cat /proc/"$pid"/task/*/status | awk '/^voluntary_ctxt_switches/ {v += $2} /^nonvoluntary_ctxt_switches/ {n += $2} END {print v, n}'
 }
+# CPU ticks by thread name (threads of one name summed), for THREADS=1.
+by_thread() { for t in /proc/"$pid"/task/*; do printf '%s %s\n' "$(tr ' ' _ < "$t/comm")" "$(awk '{print $14 + $15}' "$t/stat")"; done | awk '{s[$1] += $2; n[$1]++} END {for (k in s) print k "×" n[k], s[k]}' | sort; }
+# The log so far: its rows and events (a row is one write of a run's events).
+logged() { psql "${PG%/*}/$name" -Atqc "SELECT COUNT(*), COALESCE(SUM(n_events), 0) FROM run_events" | tr '|' ' '; }
 # Warm-up: connections made, statements prepared.
 AGWIRE_BENCH_STREAM=1 wrk -t1 -c8 -d3s -s bench/http/service.lua "http://$addr" >/dev/null
 printf 'one replica at %s%% of a core, whole runs, wrk for %ss each (%s)\n' "$Q" "$SECS" "$BIN"
 for c in ${CONCS:-8 16}; do
-  c0=$(cpu); read -r v0 n0 < <(switches)
+  c0=$(cpu); read -r v0 n0 < <(switches); read -r r0 e0 < <(logged); [ -z "${THREADS:-}" ] || by_thread > "$WORK/threads0"
   if [ -n "${STRACE:-}" ]; then
     strace -c -f -p "$pid" -o "$OUT_DIR/strace-c$c.txt" 2>/dev/null & tracer=$!
+  elif [ -n "${PERF:-}" ]; then
+    perf record -q -F ${PERF_HZ:-4999} ${PERF_ARGS:-} -p "$pid" -o "$OUT_DIR/perf-c$c.data" 2>/dev/null & tracer=$!
   fi
   out=$(AGWIRE_BENCH_STREAM=1 wrk -t1 -c"$c" -d"${SECS}s" -s bench/http/service.lua "http://$addr")
-  if [ -n "${STRACE:-}" ]; then kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true; fi
-  c1=$(cpu); read -r v1 n1 < <(switches)
+  if [ -n "${STRACE:-}${PERF:-}" ]; then kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true; fi
+  c1=$(cpu); read -r v1 n1 < <(switches); read -r r1 e1 < <(logged); [ -z "${THREADS:-}" ] || by_thread > "$WORK/threads1"
   if echo "$out" | grep -q "Non-2xx or 3xx responses"; then echo "$out" >&2; echo "quota_probe: non-2xx answers" >&2; exit 1; fi
   runs=$(echo "$out" | awk '/requests in/ {print $1}')
   rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
   awk -v c="$c" -v rps="$rps" -v runs="$runs" -v cpu=$(( c1 - c0 )) -v tick="$tick" \
-      -v vol=$(( v1 - v0 )) -v invol=$(( n1 - n0 )) 'BEGIN {
-    printf "  c%-3s %6s runs/s   replica %4.0f us per run   context switches per run: %.2f voluntary, %.2f involuntary\n",
-      c, rps, cpu * 1e6 / tick / runs, vol / runs, invol / runs }'
+      -v vol=$(( v1 - v0 )) -v invol=$(( n1 - n0 )) -v rows=$(( r1 - r0 )) -v events=$(( e1 - e0 )) 'BEGIN {
+    printf "  c%-3s %6s runs/s   replica %4.0f us per run   context switches per run: %.2f voluntary, %.2f involuntary   log rows per run %.2f (events %.1f)\n",
+      c, rps, cpu * 1e6 / tick / runs, vol / runs, invol / runs, rows / runs, events / runs }'
+  if [ -n "${THREADS:-}" ]; then
+    join "$WORK/threads0" "$WORK/threads1" | awk -v runs="$runs" -v tick="$tick" '$3 > $2 {printf "       %-24s %4.0f us per run\n", $1, ($3 - $2) * 1e6 / tick / runs}'
+  fi
 done
 [ -z "${STRACE:-}" ] || echo "strace -c per concurrency: $OUT_DIR"

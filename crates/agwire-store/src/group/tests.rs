@@ -160,6 +160,37 @@ async fn calls_queued_while_a_group_commits_go_together_in_the_next() {
     assert_eq!(groups, vec![vec![1], (2..=11).collect::<Vec<_>>()]);
 }
 
+// One worker, as a replica at a CPU quota of less than a core has: callers
+// made ready in one tick share a group even though the lane is woken by the
+// first (and, without the yield in `Lane::take`, run straight after it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn callers_ready_together_go_in_one_group() {
+    let memory = Arc::new(Memory::new(None));
+    let group = GroupCommit::spawn(memory.clone(), SHAPE, CancellationToken::new());
+    // Spawned from a task on the worker, the ten callers wait in its queue
+    // until that task ends, and then run one after the other.
+    let callers = tokio::spawn({
+        let group = group.clone();
+        async move {
+            (1..=10)
+                .map(|value| {
+                    let group = group.clone();
+                    tokio::spawn(async move { put(&group, value).await.await })
+                })
+                .collect::<Vec<_>>()
+        }
+    })
+    .await
+    .unwrap();
+    for caller in callers {
+        caller.await.unwrap().unwrap().unwrap();
+    }
+    // (In the order they ran: tokio runs the last task spawned first.)
+    let mut groups = memory.groups.lock().unwrap().clone();
+    groups.iter_mut().for_each(|group| group.sort_unstable());
+    assert_eq!(groups, vec![(1..=10).collect::<Vec<_>>()]);
+}
+
 #[tokio::test]
 async fn a_group_takes_at_most_its_size() {
     let gate = Arc::new(Semaphore::new(0));
