@@ -8,10 +8,14 @@
 # concurrency falls; this shows by how much, and (STRACE=1) which system
 # calls per run make the difference.
 #
-# Usage: [QUOTA=10] [CONCS="8 16"] [STRACE=1] bench/quota_probe.sh [seconds (10)]
+# Usage: [QUOTA=10] [CONCS="8 16"] [STRACE=1 | PERF=1] [THREADS=1] bench/quota_probe.sh [seconds (10)]
 # AGWIRE_BIN: the agwire binary to measure (default: this tree's release
 # build). STRACE=1 writes `strace -c -f` of the replica per concurrency to
 # $OUT_DIR (default: a temporary directory, printed) and slows it.
+# PERF=1 writes `perf record` of the replica per concurrency there instead
+# (PERF_HZ: its frequency, 4999; PERF_ARGS: more, e.g. "--call-graph
+# dwarf"). THREADS=1 adds the replica's CPU per run by thread name. Each
+# line also gives the log rows (writes) and events per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
