@@ -13,8 +13,9 @@
 //! the one thing a backend gives: a [`Commit`]. The loop — take the first
 //! call, let the callers ready with it queue theirs, then whatever else is
 //! queued up to the group's size, let the backend arrange the group, commit
-//! it, and when the database undid the whole group (a deadlock, one call's value it refused) commit each call
-//! on its own so that only a bad one fails — is here.
+//! it, and when the database undid the whole group (a deadlock, one call's
+//! value it refused) commit each call on its own so that only a bad one
+//! fails — is here.
 
 use std::future::Future;
 use std::sync::Arc;
